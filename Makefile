@@ -1,0 +1,46 @@
+# The two commands: `make index` and `make test`. Each does its own set-up.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+SITE   ?= site
+INDEX  ?= $(SITE)/_site/knowledge/v1
+QUERY  ?= 二次方程式を公式で解きたい
+SHARED ?= ../shared
+
+.PHONY: index test install install-test jekyll bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed-local: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[local]'
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed-local
+
+install: $(VENV)/.installed-local
+
+install-test: $(VENV)/.installed-test jekyll
+
+# Jekyll 4 from Debian, for the tests that run a real `jekyll build`.
+jekyll:
+	@command -v jekyll >/dev/null 2>&1 || { \
+	  echo "Installing Jekyll (Debian package)…"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq jekyll >/dev/null; }
+
+index: install
+	$(BIN)/knowledge-build build --site $(SITE)
+	$(BIN)/knowledge-build search "$(QUERY)" --index $(INDEX)
+
+test: install-test
+	KB_SHARED_DIR=$(abspath $(SHARED)) $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+bench: install
+	$(BIN)/python bench/bench_build.py $(SHARED)/corpus/school_asset
+
+clean:
+	rm -rf $(SITE)/_site $(SITE)/.jekyll-cache .pytest_cache

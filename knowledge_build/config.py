@@ -1,0 +1,136 @@
+"""One resolved `Config`: knowledge.yml / [tool.knowledge-build] < KB_* env < CLI flags.
+
+Flags the user did not give arrive as None and never override a lower layer.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+import yaml
+
+from .errors import ConfigError
+
+DEFAULT_BOX_CLASSES = ("rule-box", "method-box", "def-box", "tip-box", "example-box")
+EMBEDDERS = ("local",)
+
+
+@dataclass(frozen=True)
+class Config:
+    site: Path | None = None
+    output: Path | None = None  # default: <site output>/knowledge/v1
+    baseurl: str | None = None  # default: from _config.yml
+    embedder: str = "local"
+    batch_size: int = 16
+    cache_dir: Path = field(default_factory=lambda: _default_cache_dir())
+    box_classes: tuple[str, ...] = DEFAULT_BOX_CLASSES
+    exclude: tuple[str, ...] = ()  # glob patterns, relative to the site
+    sources: tuple[str, ...] = ()  # where each value came from, for --debug output
+
+    def with_overrides(self, **values) -> "Config":
+        given = {k: v for k, v in values.items() if v is not None}
+        return replace(self, **_coerce(given, "command line")) if given else self
+
+
+def _default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "knowledge-build"
+
+
+_FIELDS = {f.name for f in fields(Config)} - {"sources"}
+_ENV = {
+    "KB_SITE": "site",
+    "KB_OUTPUT": "output",
+    "KB_BASEURL": "baseurl",
+    "KB_EMBEDDER": "embedder",
+    "KB_BATCH_SIZE": "batch_size",
+    "KB_CACHE_DIR": "cache_dir",
+}
+
+
+def load_config(cwd: Path | None = None, env: dict | None = None, **flags) -> Config:
+    """Resolve the configuration once: file < environment < flags."""
+    cwd = Path(cwd or Path.cwd())
+    env = os.environ if env is None else env
+    config = Config()
+    file_values, file_name = _read_file(cwd)
+    sources = []
+    if file_values:
+        config = replace(config, **_coerce(file_values, file_name))
+        sources.append(file_name)
+    env_values = {_ENV[k]: v for k, v in env.items() if k in _ENV and v != ""}
+    if env_values:
+        config = replace(config, **_coerce(env_values, "environment"))
+        sources.append("environment")
+    config = config.with_overrides(**flags)
+    if any(v is not None for v in flags.values()):
+        sources.append("command line")
+    return replace(config, sources=tuple(sources))
+
+
+def _read_file(cwd: Path) -> tuple[dict, str]:
+    for name in ("knowledge.yml", "knowledge.yaml"):
+        path = cwd / name
+        if path.is_file():
+            try:
+                data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            except yaml.YAMLError as exc:
+                raise ConfigError(f"{path}: not valid YAML ({exc}). Fix the syntax.") from exc
+            if not isinstance(data, dict):
+                raise ConfigError(f"{path}: expected a mapping of settings at the top level.")
+            return _relative_paths(data, cwd), str(path)
+    pyproject = cwd / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{pyproject}: not valid TOML ({exc}).") from exc
+        section = data.get("tool", {}).get("knowledge-build", {})
+        if section:
+            return _relative_paths(section, cwd), f"{pyproject} [tool.knowledge-build]"
+    return {}, ""
+
+
+def _relative_paths(values: dict, base: Path) -> dict:
+    values = {k.replace("-", "_"): v for k, v in values.items()}
+    for key in ("site", "output", "cache_dir"):
+        if isinstance(values.get(key), str):
+            values[key] = str(base / values[key])
+    return values
+
+
+def _coerce(values: dict, origin: str) -> dict:
+    out = {}
+    for key, value in values.items():
+        if key not in _FIELDS:
+            known = ", ".join(sorted(_FIELDS))
+            raise ConfigError(f"{origin}: unknown setting '{key}'. Known settings: {known}.")
+        out[key] = _coerce_one(key, value, origin)
+    return out
+
+
+def _coerce_one(key: str, value, origin: str):
+    if key in ("site", "output", "cache_dir"):
+        return Path(value).expanduser()
+    if key == "batch_size":
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            number = 0
+        if number < 1:
+            raise ConfigError(f"{origin}: batch_size must be a positive integer, got {value!r}.")
+        return number
+    if key == "embedder":
+        if value not in EMBEDDERS:
+            raise ConfigError(
+                f"{origin}: unknown embedder {value!r}. Choose one of: {', '.join(EMBEDDERS)}."
+            )
+        return value
+    if key in ("box_classes", "exclude"):
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        return tuple(value)
+    return value

@@ -1,0 +1,45 @@
+"""Embed chunk texts through the cache: only hashes the cache lacks reach the model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import describe, embedder_key
+from .cache import VectorCache
+
+
+@dataclass
+class EmbedStats:
+    total: int = 0
+    cached: int = 0
+    embedded: int = 0
+
+
+def embed_with_cache(embedder, texts_by_hash: dict[str, str], cache: VectorCache | None,
+                     batch_size: int = 16, progress: bool = False) -> tuple[dict[str, np.ndarray], EmbedStats]:
+    key = embedder_key(describe(embedder))
+    stats = EmbedStats(total=len(texts_by_hash))
+    vectors = cache.get_many(key, list(texts_by_hash), embedder.dim) if cache else {}
+    stats.cached = len(vectors)
+    # Length-sorted batches: similar lengths pad least (see docs/benchmarks.md).
+    todo = sorted((h for h in texts_by_hash if h not in vectors), key=lambda h: (len(texts_by_hash[h]), h))
+    bar = _progress(len(todo), progress)
+    for start in range(0, len(todo), batch_size):
+        batch = todo[start:start + batch_size]
+        fresh = embedder.embed_documents([texts_by_hash[h] for h in batch])
+        new = {h: fresh[i] for i, h in enumerate(batch)}
+        if cache:
+            cache.put_many(key, new)
+        vectors.update(new)
+        stats.embedded += len(batch)
+        bar.update(len(batch))
+    bar.close()
+    return vectors, stats
+
+
+def _progress(total: int, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="embedding", unit="chunk", disable=not enabled or total == 0, leave=False)

@@ -1,0 +1,104 @@
+"""Errors raised by the library, each named for its condition and carrying the fix.
+
+The CLI turns these into `click.ClickException`; nothing below knows about click.
+"""
+
+from __future__ import annotations
+
+
+class KnowledgeBuildError(Exception):
+    """Base class: every message says what is wrong and what to do about it."""
+
+
+class ConfigError(KnowledgeBuildError):
+    """A configuration file, environment variable or flag has an unusable value."""
+
+
+class SiteNotFound(KnowledgeBuildError):
+    def __init__(self, path):
+        super().__init__(
+            f"site directory '{path}' does not exist. Provide a --site flag, a KB_SITE "
+            "environment variable, or a 'site' key in knowledge.yml pointing at a Jekyll "
+            "source directory (with _config.yml) or a built _site directory."
+        )
+
+
+class BuildFailed(KnowledgeBuildError):
+    """The site has errors that make the output untrustworthy; nothing was written."""
+
+    def __init__(self, diagnostics):
+        self.diagnostics = list(diagnostics)
+        errors = [d for d in self.diagnostics if d.severity == "error"]
+        lines = "\n".join(d.format() for d in errors)
+        super().__init__(
+            f"{len(errors)} error(s) in the site; no artifacts were written "
+            f"(the previous set, if any, is untouched):\n{lines}"
+        )
+
+
+class ArtifactError(KnowledgeBuildError):
+    """An artifact set cannot be trusted or used."""
+
+
+class ArtifactsNotFound(ArtifactError):
+    def __init__(self, path):
+        super().__init__(
+            f"no artifact set at '{path}' (manifest.json missing). Build one with "
+            "'knowledge-build build --site SITE', or pass --index pointing at "
+            "<site output>/knowledge/v1."
+        )
+
+
+class ChecksumMismatch(ArtifactError):
+    def __init__(self, path, name, detail):
+        super().__init__(
+            f"artifact '{name}' in '{path}' does not match its manifest ({detail}): the set "
+            "was modified or partially copied. Rebuild it with 'knowledge-build build'."
+        )
+
+
+class SchemaVersionMismatch(ArtifactError):
+    def __init__(self, path, found, supported):
+        super().__init__(
+            f"artifact set '{path}' has schema_version {found!r}; this version of "
+            f"knowledge-build reads schema_version {supported}. Rebuild the set with this "
+            "version, or install the knowledge-build version that wrote it."
+        )
+
+
+class DimensionMismatch(ArtifactError):
+    def __init__(self, path, expected, found, where):
+        super().__init__(
+            f"artifact set '{path}': {where} has dimension {found}, the manifest says "
+            f"{expected}. The set is inconsistent; rebuild it with 'knowledge-build build'."
+        )
+
+
+class CountMismatch(ArtifactError):
+    def __init__(self, path, what, expected, found):
+        super().__init__(
+            f"artifact set '{path}': {what} holds {found} entries, the manifest says "
+            f"{expected}. The set is inconsistent; rebuild it with 'knowledge-build build'."
+        )
+
+
+class EmbedderMismatch(ArtifactError):
+    def __init__(self, path, built_with, asked_for):
+        super().__init__(
+            f"artifact set '{path}' was built with embedder {built_with}, but queries would "
+            f"be embedded with {asked_for}; their vectors are not comparable. Rebuild with "
+            f"'knowledge-build build --embedder {asked_for.split(':')[0]}', or query with "
+            "the embedder the set was built with."
+        )
+
+
+class EmbedderUnavailable(KnowledgeBuildError):
+    """The embedder cannot be created (missing package, unknown name)."""
+
+
+class ChunkNotFound(KnowledgeBuildError):
+    def __init__(self, chunk_id):
+        super().__init__(
+            f"no chunk with id '{chunk_id}'. Ids look like 'material#anchor'; "
+            "'knowledge-build search' or list_concepts show the existing ones."
+        )

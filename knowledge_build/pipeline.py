@@ -1,0 +1,85 @@
+"""The build, as a script: site -> pages -> chunks -> vectors -> artifacts."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .artifacts import ArtifactSet, assemble, write_artifacts
+from .chunks import Chunk, make_chunks
+from .config import Config
+from .diagnostics import Diagnostic, has_errors
+from .embed import describe, get_embedder
+from .embed.cache import VectorCache
+from .embed.runner import EmbedStats, embed_with_cache
+from .errors import BuildFailed, ConfigError
+from .scan import Page, scan_page
+from .site import Site, find_pages, open_site
+from .text_ja import ANALYZER, tokens
+
+
+@dataclass
+class Extraction:
+    site: Site
+    pages: list[Page]
+    chunks: list[Chunk]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+@dataclass
+class BuildResult:
+    output: Path
+    artifacts: ArtifactSet
+    chunks: list[Chunk]
+    diagnostics: list[Diagnostic]
+    embed_stats: EmbedStats
+    seconds: float
+
+
+def extract(config: Config) -> Extraction:
+    """Scan the site and turn its knowledge elements into chunks (no model, no disk writes)."""
+    if config.site is None:
+        raise ConfigError("no site given. Provide a --site flag, a KB_SITE environment variable, "
+                          "or a 'site' key in knowledge.yml.")
+    site = open_site(config.site, baseurl=config.baseurl, exclude=config.exclude)
+    pages = [scan_page(site, path, config.box_classes) for path in find_pages(site)]
+    chunk_set = make_chunks(site, pages)
+    diagnostics = site.diagnostics + [d for p in pages for d in p.diagnostics] + chunk_set.diagnostics
+    return Extraction(site, pages, chunk_set.chunks, diagnostics)
+
+
+TITLE_BOOST = 3  # BM25F-style field weight by repetition: a term in the title counts thrice
+
+
+def lexical_docs(chunks: list[Chunk]) -> list[list[str]]:
+    return [tokens(c.title) * (TITLE_BOOST - 1) + tokens(f"{c.title}\n{' '.join(c.learns)}\n{c.content}")
+            for c in chunks]
+
+
+def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
+    """Build and write the artifact set. Raises BuildFailed (writing nothing) on site errors."""
+    started = time.perf_counter()
+    extraction = extract(config)
+    if has_errors(extraction.diagnostics):
+        raise BuildFailed(extraction.diagnostics)
+    chunks = extraction.chunks
+    embedder = embedder or get_embedder(config.embedder, batch_size=config.batch_size)
+    vectors, stats = embed_chunks(chunks, embedder, config, progress)
+    site = extraction.site
+    artifacts = assemble(chunks, vectors, lexical_docs(chunks), ANALYZER, describe(embedder),
+                         {"url": site.url, "baseurl": site.baseurl})
+    output = Path(config.output) if config.output else site.default_index_dir
+    write_artifacts(artifacts, output)
+    return BuildResult(output, artifacts, chunks, extraction.diagnostics, stats,
+                       time.perf_counter() - started)
+
+
+def embed_chunks(chunks: list[Chunk], embedder, config: Config, progress: bool = False):
+    texts = {c.content_hash: c.embed_text for c in chunks}
+    with VectorCache(Path(config.cache_dir) / "vectors.sqlite") as cache:
+        by_hash, stats = embed_with_cache(embedder, texts, cache, config.batch_size, progress)
+    matrix = np.stack([by_hash[c.content_hash] for c in chunks]) if chunks else np.zeros((0, embedder.dim), np.float32)
+    return matrix, stats

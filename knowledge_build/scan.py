@@ -1,0 +1,281 @@
+"""HTML page -> `Page` with its `KnowledgeElement`s (id, type, title, text, source line).
+
+Works the same on Jekyll source pages (front matter + HTML) and on built HTML. Every
+problem becomes a `Diagnostic` naming file:line and the fix; nothing here raises for bad
+content.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import lxml.etree
+import lxml.html
+import yaml
+
+from .diagnostics import Diagnostic
+from .site import Site, permalink, source_page_for
+
+ID_PREFIX_TYPES = {
+    "rule": "rule",
+    "method": "method",
+    "def": "definition",
+    "ex": "example",
+    "tip": "tip",
+}
+KNOWLEDGE_ID = re.compile(r"^(rule|method|def|ex|tip)-")
+_SKIPPED_TAGS = {"script", "style", "svg", "template", "noscript", "math"}
+_BLOCK_TAGS = {
+    "address", "article", "aside", "blockquote", "br", "dd", "details", "div", "dl", "dt",
+    "figcaption", "figure", "footer", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr",
+    "li", "main", "nav", "ol", "p", "pre", "section", "summary", "table", "tbody", "td",
+    "tfoot", "th", "thead", "tr", "ul",
+}
+_HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
+_WS = re.compile(r"\s+")
+# Emoji and pictographs that decorate titles ("📌 解の公式"); "°" and "△" are kept.
+_EMOJI = re.compile(
+    "[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\uFE0E\uFE0F\u200D\u20E3"
+    "\U000E0020-\U000E007F]"
+)
+# libxml2 knows HTML4 only; these messages are about valid HTML5, not broken markup.
+_BENIGN_PARSER_MESSAGES = re.compile(r"Tag \S+ invalid|htmlParseEntityRef|Unexpected end tag : p\b")
+
+
+@dataclass
+class KnowledgeElement:
+    id: str
+    type: str
+    title: str
+    text: str
+    line: int
+    box_class: str = ""
+    learns_attribute: str | None = None
+    list_items: tuple[str, ...] = ()
+
+
+@dataclass
+class UnanchoredBox:
+    """A knowledge box (by class) with no knowledge id: nothing can link to it."""
+
+    box_class: str
+    title: str
+    line: int
+    id: str | None = None
+
+
+@dataclass
+class Page:
+    path: Path
+    rel: str  # posix path relative to the scanned root
+    material: str  # file stem: the "material" of every chunk on the page
+    url_path: str  # permalink without baseurl
+    title: str = ""
+    front_matter: dict = field(default_factory=dict)
+    has_front_matter: bool = False
+    elements: list[KnowledgeElement] = field(default_factory=list)
+    unanchored: list[UnanchoredBox] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def scan_page(site: Site, path: Path, box_classes=()) -> Page:
+    rel = path.relative_to(site.root)
+    page = Page(path=path, rel=rel.as_posix(), material=path.stem, url_path="")
+    text = _read_text(page)
+    if text is None:
+        return page
+    body, offset = _split_front_matter(page, text)
+    source = source_page_for(site, rel)
+    if source is not None:
+        _front_matter_from_source(page, source)
+    page.url_path = permalink(site, rel, page.front_matter)
+    if body.strip():
+        _scan_html(page, body, offset, tuple(box_classes))
+    if page.elements and site.kind == "source" and not page.has_front_matter:
+        page.diagnostics.append(_diag(page, 1, 1, "warning", "no-front-matter",
+                                      "page has knowledge elements but no front matter, so Jekyll copies it "
+                                      "verbatim and its title, category and level are unknown",
+                                      "add a front matter block (---\\ntitle: …\\nlevel: 標準\\n---) at the top"))
+    page.title = str(page.front_matter.get("title") or page.title or page.material)
+    return page
+
+
+def _diag(page, line, col, severity, rule, message, fix="") -> Diagnostic:
+    return Diagnostic(str(page.path), line, col, severity, rule, message, fix)
+
+
+def _read_text(page: Page) -> str | None:
+    raw = page.path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        page.diagnostics.append(_diag(page, line, col, "error", "invalid-utf8",
+                                      f"invalid UTF-8 byte 0x{raw[exc.start]:02x}",
+                                      "re-save the file as UTF-8 (Jekyll's encoding is UTF-8)"))
+        return None
+    return text.removeprefix("\ufeff")
+
+
+def _split_front_matter(page: Page, text: str) -> tuple[str, int]:
+    """Return the HTML body and how many lines precede it in the file."""
+    if not re.match(r"---[ \t]*\r?\n", text):
+        return text, 0
+    lines = text.splitlines(keepends=True)
+    for index in range(1, len(lines)):
+        if lines[index].rstrip() in ("---", "..."):
+            page.has_front_matter = True
+            page.front_matter = _parse_yaml(page, "".join(lines[1:index]), first_line=2)
+            return "".join(lines[index + 1:]), index + 1
+    page.diagnostics.append(_diag(page, 1, 1, "error", "front-matter-unclosed",
+                                  "front matter starts with '---' but is never closed",
+                                  "add a line '---' after the front matter"))
+    return "", 0
+
+
+def _parse_yaml(page: Page, block: str, first_line: int) -> dict:
+    try:
+        data = yaml.safe_load(block) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = first_line + (mark.line if mark else 0)
+        page.diagnostics.append(_diag(page, line, (mark.column + 1) if mark else 1, "error",
+                                      "front-matter-yaml", f"front matter is not valid YAML: {getattr(exc, 'problem', exc)}",
+                                      "fix the YAML between the '---' lines"))
+        return {}
+    if not isinstance(data, dict):
+        page.diagnostics.append(_diag(page, first_line, 1, "error", "front-matter-yaml",
+                                      "front matter must be a mapping of keys to values",
+                                      "write it as 'key: value' lines"))
+        return {}
+    return data
+
+
+def _front_matter_from_source(page: Page, source: Path) -> None:
+    text = source.read_text(encoding="utf-8", errors="replace")
+    shadow = Page(path=source, rel="", material=page.material, url_path="")
+    _split_front_matter(shadow, text)
+    page.front_matter, page.has_front_matter = shadow.front_matter, shadow.has_front_matter
+    page.diagnostics.extend(shadow.diagnostics)
+
+
+def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...]) -> None:
+    parser = lxml.html.HTMLParser(recover=True, remove_comments=True)
+    try:
+        root = lxml.html.document_fromstring(body, parser=parser)
+    except (lxml.etree.ParserError, ValueError) as exc:
+        page.diagnostics.append(_diag(page, offset + 1, 1, "error", "html-unparsable",
+                                      f"the HTML cannot be parsed ({exc})", "fix the markup"))
+        return
+    for entry in parser.error_log:
+        if entry.level_name == "ERROR" and not _BENIGN_PARSER_MESSAGES.search(entry.message):
+            page.diagnostics.append(_diag(page, entry.line + offset, entry.column + 1, "warning",
+                                          "html-malformed", f"malformed HTML: {entry.message.strip()}",
+                                          "close or correct the tag; the box's text may be cut or merged"))
+    if not page.front_matter.get("title"):
+        page.title = _clean(" ".join(root.xpath("//title//text() | (//h1)[1]//text()")))
+    seen: dict[str, int] = {}
+    for node in root.iter():
+        if not isinstance(node.tag, str):
+            continue
+        node_id = node.get("id") or ""
+        boxes = [c for c in (node.get("class") or "").split() if c in box_classes]
+        line = (node.sourceline or 1) + offset
+        if KNOWLEDGE_ID.match(node_id):
+            element = _element(page, node, node_id, line, boxes)
+            if node_id in seen:
+                page.diagnostics.append(_diag(page, line, 1, "error", "duplicate-id",
+                                              f"id '{node_id}' is used twice in this page (first at line {seen[node_id]})",
+                                              "give one of the two boxes another id; links would jump to the first"))
+                continue
+            seen[node_id] = line
+            if element is not None:
+                page.elements.append(element)
+        elif boxes:
+            page.unanchored.append(UnanchoredBox(boxes[0], _title(node), line, node_id or None))
+
+
+def _element(page: Page, node, node_id: str, line: int, boxes: list[str]) -> KnowledgeElement | None:
+    text = _strip_emoji(_text(node))
+    if not text:
+        page.diagnostics.append(_diag(page, line, 1, "warning", "empty-box",
+                                      f"knowledge element '{node_id}' has no text and is left out of the index",
+                                      "write its content or remove the id"))
+        return None
+    title = _title(node)
+    if not title:
+        title = text[:30]
+        page.diagnostics.append(_diag(page, line, 1, "info", "no-title",
+                                      f"knowledge element '{node_id}' has no <strong> or heading; its title is taken from its text",
+                                      "start the box with <strong>Title</strong>"))
+    items = tuple(_clean(_text(li)) for li in _descendants(node) if li.tag == "li")
+    return KnowledgeElement(
+        id=node_id,
+        type=ID_PREFIX_TYPES[node_id.split("-", 1)[0]],
+        title=title,
+        text=text,
+        line=line,
+        box_class=boxes[0] if boxes else "",
+        learns_attribute=node.get("data-learns"),
+        list_items=tuple(i for i in items if i),
+    )
+
+
+def _descendants(node):
+    """Descendants in document order, not entering nested knowledge elements or skipped tags."""
+    for child in node:
+        if not isinstance(child.tag, str) or child.tag in _SKIPPED_TAGS:
+            continue
+        if KNOWLEDGE_ID.match(child.get("id") or ""):
+            continue
+        yield child
+        yield from _descendants(child)
+
+
+def _title(node) -> str:
+    for child in _descendants(node):
+        classes = child.get("class") or ""
+        if child.tag in _HEADINGS or child.tag in ("strong", "b") or "title" in classes:
+            title = _strip_emoji(_text(child, skip_class="badge"))
+            title = title.strip(" ：:")
+            if title:
+                return title
+    return ""
+
+
+def _text(node, skip_class: str = "") -> str:
+    parts: list[str] = []
+    _collect(node, parts, skip_class)
+    return _clean("".join(parts))
+
+
+def _collect(node, parts: list[str], skip_class: str) -> None:
+    if node.text:
+        parts.append(node.text)
+    for child in node:
+        if isinstance(child.tag, str) and not _skip(child, skip_class):
+            block = child.tag in _BLOCK_TAGS
+            if block:
+                parts.append(" ")
+            _collect(child, parts, skip_class)
+            if block:
+                parts.append(" ")
+        if child.tail:
+            parts.append(child.tail)
+
+
+def _skip(node, skip_class: str) -> bool:
+    if node.tag in _SKIPPED_TAGS or KNOWLEDGE_ID.match(node.get("id") or ""):
+        return True
+    return bool(skip_class) and skip_class in (node.get("class") or "")
+
+
+def _clean(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+def _strip_emoji(text: str) -> str:
+    return _clean(_EMOJI.sub("", text))

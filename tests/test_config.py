@@ -1,0 +1,42 @@
+"""Configuration: knowledge.yml / pyproject < KB_* env < flags, unset flags never override."""
+
+from pathlib import Path
+
+import pytest
+
+from knowledge_build import ConfigError, load_config
+
+
+def test_file_then_env_then_flags(tmp_path):
+    (tmp_path / "knowledge.yml").write_text("site: content\nbatch_size: 4\nembedder: local\n", encoding="utf-8")
+    config = load_config(cwd=tmp_path, env={})
+    assert config.site == tmp_path / "content" and config.batch_size == 4
+    config = load_config(cwd=tmp_path, env={"KB_BATCH_SIZE": "8"})
+    assert config.batch_size == 8 and config.site == tmp_path / "content"
+    config = load_config(cwd=tmp_path, env={"KB_BATCH_SIZE": "8"}, batch_size=32, site=None)
+    assert config.batch_size == 32 and config.site == tmp_path / "content"
+
+
+def test_pyproject_section_is_read(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.knowledge-build]\nsite = "docs"\nbatch-size = 2\n',
+                                             encoding="utf-8")
+    config = load_config(cwd=tmp_path, env={})
+    assert config.site == tmp_path / "docs" and config.batch_size == 2
+
+
+def test_unknown_setting_names_the_known_ones(tmp_path):
+    (tmp_path / "knowledge.yml").write_text("sitee: x\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="unknown setting 'sitee'. Known settings: .*site"):
+        load_config(cwd=tmp_path, env={})
+
+
+def test_bad_values_say_what_is_expected(tmp_path):
+    with pytest.raises(ConfigError, match="batch_size must be a positive integer"):
+        load_config(cwd=tmp_path, env={"KB_BATCH_SIZE": "zero"})
+    with pytest.raises(ConfigError, match="unknown embedder 'openai'. Choose one of: local"):
+        load_config(cwd=tmp_path, env={"KB_EMBEDDER": "openai"})
+
+
+def test_box_classes_accept_a_comma_list(tmp_path):
+    (tmp_path / "knowledge.yml").write_text("box_classes: rule-box, note-box\n", encoding="utf-8")
+    assert load_config(cwd=tmp_path, env={}).box_classes == ("rule-box", "note-box")
