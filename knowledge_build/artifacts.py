@@ -4,7 +4,7 @@ Layout of `<site output>/knowledge/v1/`:
   manifest.json          schema version, build id, embedder, counts, sha256 + size per file
   knowledge_chunks.json  chunks sorted by id, no vectors
   vectors.faiss          FAISS IndexFlatIP; row i = chunk i (L2-normalised, so IP = cosine)
-  lexical.json           per-chunk lexical tokens; row i = chunk i
+  lexical.json           per-field (lemma, reading) lexical tokens; row i = chunk i
 Same input gives byte-identical files: no timestamps, sorted keys, fixed float layout.
 """
 
@@ -47,7 +47,7 @@ def dumps(data) -> bytes:
     return (json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1) + "\n").encode("utf-8")
 
 
-def assemble(chunks, vectors: np.ndarray, lexical_docs: list[list[str]], analyzer: str,
+def assemble(chunks, vectors: np.ndarray, lexical_fields: dict[str, list[list[str]]], analyzer: str,
              embedder_info: dict, site_info: dict) -> ArtifactSet:
     """Build every file of the set in memory."""
     import faiss
@@ -59,7 +59,7 @@ def assemble(chunks, vectors: np.ndarray, lexical_docs: list[list[str]], analyze
     files = {
         CHUNKS: dumps([c.to_dict() for c in chunks]),
         VECTORS: faiss.serialize_index(index).tobytes(),
-        LEXICAL: dumps({"analyzer": analyzer, "docs": lexical_docs}),
+        LEXICAL: dumps({"analyzer": analyzer, "fields": lexical_fields}),
     }
     entries = {name: {"sha256": _sha256(data), "size": len(data)} for name, data in sorted(files.items())}
     by_type: dict[str, int] = {}
@@ -171,6 +171,7 @@ def decode(artifacts: ArtifactSet, path: Path):
     if index.d != dim:
         raise DimensionMismatch(path, dim, index.d, VECTORS)
     lexical = json.loads(artifacts.files[LEXICAL])
-    if len(lexical["docs"]) != expected:
-        raise CountMismatch(path, LEXICAL, expected, len(lexical["docs"]))
+    for name, docs in lexical.get("fields", {}).items():
+        if len(docs) != expected:
+            raise CountMismatch(path, f"{LEXICAL} field '{name}'", expected, len(docs))
     return chunks, index, lexical

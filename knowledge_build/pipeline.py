@@ -18,7 +18,7 @@ from .embed.runner import EmbedStats, embed_with_cache
 from .errors import BuildFailed, ConfigError
 from .scan import Page, scan_page
 from .site import Site, find_pages, open_site
-from .text_ja import ANALYZER, tokens
+from .text_ja import ANALYZER, FIELDS, analyze
 
 
 @dataclass
@@ -51,12 +51,10 @@ def extract(config: Config) -> Extraction:
     return Extraction(site, pages, chunk_set.chunks, diagnostics)
 
 
-TITLE_BOOST = 3  # BM25F-style field weight by repetition: a term in the title counts thrice
-
-
-def lexical_docs(chunks: list[Chunk]) -> list[list[str]]:
-    return [tokens(c.title) * (TITLE_BOOST - 1) + tokens(f"{c.title}\n{' '.join(c.learns)}\n{c.content}")
-            for c in chunks]
+def lexical_fields(chunks: list[Chunk]) -> dict[str, list[list[str]]]:
+    """Per field, per chunk (row i = chunk i), the tokens of title, learns and content."""
+    analyzed = [analyze(f"{c.title}\n{' '.join(c.learns)}\n{c.content}") for c in chunks]
+    return {name: [a[name] for a in analyzed] for name in FIELDS}
 
 
 def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
@@ -69,7 +67,7 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
     embedder = embedder or get_embedder(config.embedder, batch_size=config.batch_size)
     vectors, stats = embed_chunks(chunks, embedder, config, progress)
     site = extraction.site
-    artifacts = assemble(chunks, vectors, lexical_docs(chunks), ANALYZER, describe(embedder),
+    artifacts = assemble(chunks, vectors, lexical_fields(chunks), ANALYZER, describe(embedder),
                          {"url": site.url, "baseurl": site.baseurl})
     output = Path(config.output) if config.output else site.default_index_dir
     write_artifacts(artifacts, output)
