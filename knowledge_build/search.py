@@ -22,8 +22,19 @@ RRF_K = 60
 CANDIDATES = 100
 # BM25 field weights: readings only help where lemmas differ (dev set, see text_ja).
 FIELD_WEIGHTS = {"lemma": 1.0, "reading": 0.3}
-# Examples illustrate a rule; a tutor links the rule itself first (dev set: hybrid hit@5 0.87 -> 0.90,
-# MRR@10 0.67 -> 0.79). Not applied when the caller asks for examples.
+# A query that names a kind of box (「公式で解きたい」) lifts that kind among near-ties. Small on
+# purpose: on the dev set 1.1 changes no metric (hit@5 0.883, MRR@10 0.794) while 1.2+ costs MRR.
+INTENT_BOOST = 1.1
+# Words by which a query asks for one kind of box (the same cues as the id prefixes).
+_INTENT_WORDS = {
+    "rule": ("公式", "定理", "法則", "性質"),
+    "method": ("解き方", "やり方", "方法", "手順"),
+    "definition": ("とは", "意味", "定義"),
+    "tip": ("コツ", "ポイント", "注意", "間違"),
+    "example": ("例題", "例を"),
+}
+# Examples illustrate a rule; a tutor links the rule itself first (dev set: hybrid hit@5 0.83 -> 0.88,
+# MRR@10 0.67 -> 0.79). Not applied when the query or the type filter asks for examples.
 EXAMPLE_WEIGHT = 0.5
 
 
@@ -115,10 +126,7 @@ class KnowledgeIndex:
     def _type_priors(self, fused: dict[int, float], query: str, type_filter) -> dict[int, float]:
         if type_filter is not None:
             return fused
-        wanted = intended_type(query)
-        weights = {t: (EXAMPLE_WEIGHT if t == "example" else 1.0) for t in ("rule", "method", "definition", "example", "tip")}
-        if wanted is not None:
-            weights[wanted] = weights[wanted] * INTENT_BOOST if wanted != "example" else 1.0
+        weights = type_weights(query)
         return {row: score * weights[self.chunks[row].type] for row, score in fused.items()}
 
     def _allowed(self, **filters) -> np.ndarray | None:
@@ -158,22 +166,20 @@ class KnowledgeIndex:
                             type=chunk.type, material=chunk.material, anchor=chunk.anchor)
 
 
-# A query that names a kind of box (「公式で解きたい」) lifts that kind among near-ties. Small on
-# purpose: on the dev set 1.1 changes no metric (hit@5 0.883, MRR@10 0.794) while 1.2+ costs MRR.
-INTENT_BOOST = 1.1
-# Words by which a query asks for one kind of box (the same cues as the id prefixes).
-_INTENT_WORDS = {
-    "rule": ("公式", "定理", "法則", "性質"),
-    "method": ("解き方", "やり方", "方法", "手順"),
-    "definition": ("とは", "意味", "定義"),
-    "tip": ("コツ", "ポイント", "注意", "間違"),
-    "example": ("例題", "例を"),
-}
-
-
 def intended_type(query: str) -> str | None:
     hits = [t for t, words in _INTENT_WORDS.items() if any(w in query for w in words)]
     return hits[0] if len(hits) == 1 else None
+
+
+def type_weights(query: str) -> dict[str, float]:
+    """Multipliers of the fused score by chunk type for this query."""
+    weights = {t: 1.0 for t in _INTENT_WORDS}
+    wanted = intended_type(query)
+    if wanted != "example":
+        weights["example"] = EXAMPLE_WEIGHT
+    if wanted not in (None, "example"):
+        weights[wanted] = INTENT_BOOST
+    return weights
 
 
 def _matches(chunk: Chunk, **filters) -> bool:
