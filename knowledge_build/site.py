@@ -59,15 +59,20 @@ def open_site(path: Path, baseurl: str | None = None, exclude=()) -> Site:
     return site
 
 
-def _read_jekyll_config(site: Site, path: Path) -> None:
+def _load_yaml(site: Site, path: Path, rule: str):
+    """Parse a YAML file of the site; a syntax error becomes a diagnostic on its line."""
     try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", -1) + 1
-        site.diagnostics.append(
-            Diagnostic(str(path), max(line, 1), 1, "error", "config-yaml",
-                       f"_config.yml cannot be read ({exc})", "fix the YAML syntax")
-        )
+        site.diagnostics.append(Diagnostic(str(path), max(line, 1), 1, "error", rule,
+                                           f"{path.name} cannot be read ({exc})", "fix the YAML syntax"))
+        return None
+
+
+def _read_jekyll_config(site: Site, path: Path) -> None:
+    config = _load_yaml(site, path, "config-yaml")
+    if config is None:
         return
     site.baseurl = str(config.get("baseurl") or "")
     site.url = str(config.get("url") or "")
@@ -81,23 +86,15 @@ def _read_jekyll_config(site: Site, path: Path) -> None:
 def _read_learns(site: Site, path: Path) -> dict:
     if not path.is_file():
         return {}
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", -1) + 1
-        site.diagnostics.append(
-            Diagnostic(str(path), max(line, 1), 1, "error", "learns-yaml",
-                       f"_data/learns.yml cannot be read ({exc})", "fix the YAML syntax")
-        )
-        return {}
-    if not isinstance(data, dict):
+    data = _load_yaml(site, path, "learns-yaml")
+    if data is not None and not isinstance(data, dict):
         site.diagnostics.append(
             Diagnostic(str(path), 1, 1, "error", "learns-yaml",
                        "_data/learns.yml must map material -> anchor -> list of items",
                        "restructure the file as `material:\\n  anchor:\\n    - item`")
         )
         return {}
-    return data
+    return data or {}
 
 
 def find_pages(site: Site) -> list[Path]:

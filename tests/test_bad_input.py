@@ -96,3 +96,13 @@ def test_warnings_alone_do_not_fail_the_build(tmp_path, fake_embedder):
     root = _site(tmp_path, {"good.html": GOOD, "raw.html": '<div id="tip-a"><strong>T</strong>本文</div>'})
     result = build(load_config(site=root, env={}), embedder=fake_embedder)
     assert len(result.chunks) == 2 and any(d.severity == "warning" for d in result.diagnostics)
+
+
+def test_broken_config_and_learns_yaml_are_errors_on_their_line(tmp_path):
+    root = _site(tmp_path, {"good.html": GOOD})
+    (root / "_config.yml").write_text("baseurl: /x\ntitle: [oops\n", encoding="utf-8")
+    (root / "_data").mkdir()
+    (root / "_data" / "learns.yml").write_text("- just\n- a list\n", encoding="utf-8")
+    diagnostics = {d.rule: d for d in extract(load_config(site=root, env={})).diagnostics}
+    assert diagnostics["config-yaml"].severity == "error" and diagnostics["config-yaml"].line >= 2
+    assert "must map material -> anchor -> list of items" in diagnostics["learns-yaml"].message
