@@ -28,6 +28,9 @@ class Config:
     cache_dir: Path = field(default_factory=lambda: _default_cache_dir())
     box_classes: tuple[str, ...] = DEFAULT_BOX_CLASSES
     exclude: tuple[str, ...] = ()  # glob patterns, relative to the site
+    glossary: Path | None = None  # extra term -> slug file for suggest-ids
+    missing_id: str = "warning"  # severity of a knowledge box without an id: error | warning | off
+    prefix_mismatch: str = "warning"  # severity of an id prefix that contradicts its box
     sources: tuple[str, ...] = ()  # where each value came from, for --debug output
 
     def with_overrides(self, **values) -> "Config":
@@ -48,7 +51,10 @@ _ENV = {
     "KB_EMBEDDER": "embedder",
     "KB_BATCH_SIZE": "batch_size",
     "KB_CACHE_DIR": "cache_dir",
+    "KB_GLOSSARY": "glossary",
 }
+_PATHS = ("site", "output", "cache_dir", "glossary")
+_SEVERITIES = ("error", "warning", "off")
 
 
 def load_config(cwd: Path | None = None, env: dict | None = None, **flags) -> Config:
@@ -96,7 +102,7 @@ def _read_file(cwd: Path) -> tuple[dict, str]:
 
 def _relative_paths(values: dict, base: Path) -> dict:
     values = {k.replace("-", "_"): v for k, v in values.items()}
-    for key in ("site", "output", "cache_dir"):
+    for key in _PATHS:
         if isinstance(values.get(key), str):
             values[key] = str(base / values[key])
     return values
@@ -113,8 +119,12 @@ def _coerce(values: dict, origin: str) -> dict:
 
 
 def _coerce_one(key: str, value, origin: str):
-    if key in ("site", "output", "cache_dir"):
+    if key in _PATHS:
         return Path(value).expanduser()
+    if key in ("missing_id", "prefix_mismatch"):
+        if value not in _SEVERITIES:
+            raise ConfigError(f"{origin}: {key} must be one of {', '.join(_SEVERITIES)}, got {value!r}.")
+        return value
     if key == "batch_size":
         try:
             number = int(value)

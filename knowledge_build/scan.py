@@ -40,8 +40,9 @@ _EMOJI = re.compile(
     "[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\uFE0E\uFE0F\u200D\u20E3"
     "\U000E0020-\U000E007F]"
 )
-# libxml2 knows HTML4 only; these messages are about valid HTML5, not broken markup.
-_BENIGN_PARSER_MESSAGES = re.compile(r"Tag \S+ invalid|htmlParseEntityRef|Unexpected end tag : p\b")
+# libxml2 knows HTML4 only; these messages are about valid HTML5, not broken markup, or (ids)
+# about what the duplicate-id rule reports better.
+_BENIGN_PARSER_MESSAGES = re.compile(r"Tag \S+ invalid|htmlParseEntityRef|Unexpected end tag : p\b|ID \S+ already defined")
 
 
 @dataclass

@@ -49,3 +49,11 @@ def analyze(text: str) -> dict[str, list[str]]:
         if kana and kana != "*" and len(kana) > 1:
             readings.append(kana)
     return {"lemma": lemmas, "reading": readings}
+
+
+def content_words(text: str, nouns_only: bool = False) -> list[str]:
+    """Surface forms of the words that carry meaning (optionally only the nouns)."""
+    words = [w for w in _tagger()(text) if w.feature.pos1 not in _SKIP_POS and w.surface.strip()]
+    if nouns_only:
+        words = [w for w in words if w.feature.pos1 in ("名詞", "代名詞", "接尾辞")]
+    return [w.surface for w in words]

@@ -1,0 +1,1 @@
+"""Data shipped with knowledge-build (installed as the package knowledge_build.data)."""

@@ -1,0 +1,299 @@
+"""Semantic anchor ids: the id rules, suggestions for boxes without one, and byte-exact
+write-back of the `id="…"` attribute.
+
+Positions come from the standard library's HTMLParser, which reports the line and column of
+every start tag in the original text; the box titles come from the scan (lxml). The two are
+paired in document order, and a page where they disagree is refused rather than guessed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+from html.parser import HTMLParser
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from .errors import ConfigError, KnowledgeBuildError
+from .scan import KNOWLEDGE_ID, Page
+
+ID_PATTERN = re.compile(r"^(rule|method|def|ex|tip)-[a-z0-9]+(-[a-z0-9]+)*$")
+# Which id prefixes each box class may carry; a method- id in a rule-box is normal.
+ALLOWED_PREFIXES = {
+    "rule-box": ("rule", "method", "def"),
+    "method-box": ("method",),
+    "def-box": ("def",),
+    "tip-box": ("tip",),
+    "example-box": ("ex",),
+}
+_CLASS_PREFIX = {"rule-box": "rule", "method-box": "method", "def-box": "def", "tip-box": "tip", "example-box": "ex"}
+# Title words that name the kind of box, checked in this order.
+_TITLE_PREFIX = (
+    ("ex", ("例題",)),
+    ("method", ("解き方", "方法", "手順", "やり方", "求め方")),
+    ("def", ("とは", "定義")),
+    ("tip", ("コツ", "ポイント", "注意", "間違")),
+    ("rule", ("公式", "定理", "法則")),
+)
+MAX_SLUG_WORDS = 4
+MAX_SLUG_CHARS = 40
+
+
+class FileChanged(KnowledgeBuildError):
+    def __init__(self, path):
+        super().__init__(f"{path} changed since it was read; nothing was written to it. "
+                         "Run 'knowledge-build suggest-ids --write' again.")
+
+
+class BoxesNotLocated(KnowledgeBuildError):
+    def __init__(self, path, found, expected):
+        super().__init__(f"{path}: found {found} box start tags without an id where the page scan found "
+                         f"{expected}; the file is left unchanged. Add the ids by hand for this page.")
+
+
+@dataclass(frozen=True)
+class Tag:
+    name: str
+    line: int
+    col: int  # 1-based
+    offset: int  # character offset of '<' in the text
+    attrs: dict
+
+    @property
+    def id(self) -> str:
+        return self.attrs.get("id") or ""
+
+    @property
+    def classes(self) -> list[str]:
+        return (self.attrs.get("class") or "").split()
+
+
+class _TagLocator(HTMLParser):
+    def __init__(self, line_starts: list[int]):
+        super().__init__(convert_charrefs=True)
+        self.tags: list[Tag] = []
+        self._line_starts = line_starts
+
+    def handle_starttag(self, tag, attrs):
+        line, col = self.getpos()
+        offset = self._line_starts[line - 1] + col
+        self.tags.append(Tag(tag, line, col + 1, offset, {k: (v or "") for k, v in attrs}))
+
+    handle_startendtag = handle_starttag
+
+
+def locate_tags(text: str) -> list[Tag]:
+    """Every start tag of `text` with its exact position."""
+    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    locator = _TagLocator(line_starts)
+    locator.feed(text)
+    locator.close()
+    return locator.tags
+
+
+def box_class(tag: Tag, box_classes) -> str:
+    return next((c for c in tag.classes if c in box_classes), "")
+
+
+# --- suggestions -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    path: Path
+    line: int
+    col: int
+    offset: int  # where ` id="…"` goes: just after the tag name
+    box_class: str
+    title: str
+    id: str
+    reason: str
+    existing_id: str = ""  # a non-knowledge id the box already has: renamed by hand, never rewritten
+
+    @property
+    def writable(self) -> bool:
+        return not self.existing_id
+
+    def to_dict(self) -> dict:
+        return {"path": str(self.path), "line": self.line, "col": self.col, "box_class": self.box_class,
+                "title": self.title, "id": self.id, "reason": self.reason, "existing_id": self.existing_id}
+
+
+@dataclass
+class PagePlan:
+    path: Path
+    sha256: str
+    suggestions: list[Suggestion] = field(default_factory=list)
+
+
+def load_glossary(extra: Path | None = None) -> dict[str, str]:
+    text = resources.files("knowledge_build.data").joinpath("glossary.yml").read_text(encoding="utf-8")
+    glossary = dict(yaml.safe_load(text))
+    if extra is not None:
+        try:
+            glossary.update(yaml.safe_load(Path(extra).read_text(encoding="utf-8")) or {})
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"glossary {extra} cannot be read ({exc}); it must map terms to slugs.") from exc
+    return {unicodedata.normalize("NFKC", str(k)): _slugify_ascii(str(v)) for k, v in glossary.items()}
+
+
+def choose_prefix(box: str, title: str) -> tuple[str, str]:
+    """The id prefix for a box, and why."""
+    allowed = ALLOWED_PREFIXES.get(box, tuple(_CLASS_PREFIX.values()))
+    for prefix, words in _TITLE_PREFIX:
+        word = next((w for w in words if w in title), None)
+        if word and prefix in allowed:
+            return prefix, f"{prefix}- from the title word 「{word}」"
+    if box in _CLASS_PREFIX:
+        return _CLASS_PREFIX[box], f"{_CLASS_PREFIX[box]}- from the box class {box}"
+    return "rule", "rule- by default (no box class or title word says otherwise)"
+
+
+# "コツ2：", "ルール1:", "例3." and the like number a box; they name no concept.
+_LABEL = re.compile(r"^(コツ|ポイント|ルール|パターン|ステップ|例題|例|注意|練習)\s*[0-9]*\s*[:：.．、]?\s*")
+_TEX = re.compile(r"\\[()\[\]]|\\")
+
+
+def slug_for(title: str, glossary: dict[str, str]) -> str:
+    """An ASCII slug from the title: glossary terms in English, other nouns romanised, in title order."""
+    text = unicodedata.normalize("NFKC", title)
+    rest = _TEX.sub(" ", _LABEL.sub("", text)).strip()
+    if not rest:  # the title is only a label such as "例1": keep its number
+        return "-".join(re.findall(r"[0-9]+", text))
+    for nouns_only in (True, False):  # verbs only when the title has no noun at all
+        pieces: list[str] = []
+        for is_term, segment in _segments(rest, glossary):
+            words = [segment] if is_term else romanized_words(segment, nouns_only)
+            pieces += [w for w in words if w not in pieces]
+        if pieces:
+            return _limit("-".join(pieces[:MAX_SLUG_WORDS]))
+    return ""
+
+
+def _segments(text: str, glossary: dict[str, str]):
+    """Split text into glossary slugs (True, slug) and the stretches between them (False, text)."""
+    longest = max((len(k) for k in glossary), default=0)
+    i = start = 0
+    while i < len(text):
+        for size in range(min(longest, len(text) - i), 0, -1):
+            slug = glossary.get(text[i:i + size])
+            if slug:
+                if text[start:i].strip():
+                    yield False, text[start:i]
+                yield True, slug
+                i = start = i + size
+                break
+        else:
+            i += 1
+    if text[start:].strip():
+        yield False, text[start:]
+
+
+# Words that say what kind of box it is; the prefix already says so.
+_KIND_WORDS = {"コツ", "ポイント", "注意", "まとめ"}
+
+
+def romanized_words(text: str, nouns_only: bool = True) -> list[str]:
+    """The nouns (or all content words) of a Japanese text in Hepburn without long vowels."""
+    from .text_ja import content_words
+
+    words = []
+    for word in content_words(text, nouns_only):
+        if word in _KIND_WORDS:
+            continue
+        romaji = _slugify_ascii(_cutlet().romaji(word, capitalize=False))
+        romaji = re.sub(r"ou|oo", "o", romaji).replace("uu", "u")
+        if romaji:
+            words.append(romaji)
+    return words
+
+
+@lru_cache(maxsize=1)
+def _cutlet():
+    import cutlet
+
+    romanizer = cutlet.Cutlet()
+    romanizer.use_foreign_spelling = False
+    return romanizer
+
+
+def _slugify_ascii(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _limit(slug: str) -> str:
+    if len(slug) <= MAX_SLUG_CHARS:
+        return slug
+    return slug[:MAX_SLUG_CHARS].rsplit("-", 1)[0] or slug[:MAX_SLUG_CHARS]
+
+
+def plan_page(page: Page, box_classes, glossary: dict[str, str]) -> PagePlan:
+    """Suggestions for every box of the page that has no knowledge id."""
+    raw = page.path.read_bytes()
+    plan = PagePlan(page.path, hashlib.sha256(raw).hexdigest())
+    if not page.unanchored:
+        return plan
+    boxes = unanchored_tags(raw.decode("utf-8"), box_classes)
+    if len(boxes) != len(page.unanchored):
+        raise BoxesNotLocated(page.path, len(boxes), len(page.unanchored))
+    taken = {t.id for t in locate_tags(raw.decode("utf-8")) if t.id}
+    for tag, box in zip(boxes, page.unanchored):
+        prefix, reason = choose_prefix(box.box_class, box.title)
+        slug = slug_for(box.title, glossary) or "box"
+        new_id = _unique(f"{prefix}-{slug}", taken)
+        taken.add(new_id)
+        plan.suggestions.append(Suggestion(page.path, tag.line, tag.col, tag.offset + 1 + len(tag.name),
+                                           box.box_class, box.title, new_id, reason, tag.id))
+    return plan
+
+
+def unanchored_tags(text: str, box_classes) -> list[Tag]:
+    return [t for t in locate_tags(text) if box_class(t, box_classes) and not KNOWLEDGE_ID.match(t.id)]
+
+
+def _unique(candidate: str, taken: set[str]) -> str:
+    if candidate not in taken:
+        return candidate
+    n = 2
+    while f"{candidate}-{n}" in taken:
+        n += 1
+    return f"{candidate}-{n}"
+
+
+def write_plan(plan: PagePlan) -> int:
+    """Insert the planned ids; every other byte stays. Refuses a file changed since planning.
+
+    Boxes that already have a (non-knowledge) id are skipped: a second id attribute would be
+    invalid HTML and replacing the old one would break links to it.
+    """
+    todo = [s for s in plan.suggestions if s.writable]
+    if not todo:
+        return 0
+    raw = plan.path.read_bytes()
+    if hashlib.sha256(raw).hexdigest() != plan.sha256:
+        raise FileChanged(plan.path)
+    text = raw.decode("utf-8")
+    for s in sorted(todo, key=lambda s: s.offset, reverse=True):
+        text = text[:s.offset] + f' id="{s.id}"' + text[s.offset:]
+    _atomic_write(plan.path, text.encode("utf-8"))
+    return len(todo)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    mode = path.stat().st_mode
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(temp, mode & 0o7777)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

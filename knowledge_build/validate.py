@@ -1,0 +1,53 @@
+"""HTML <-> index consistency and artifact integrity.
+
+An anchor the index promises but the HTML no longer has is an error (the tutor's link is
+broken); a knowledge id the index lacks, or a box whose text changed since the build, is a
+warning (the index is stale).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .artifacts import CHUNKS, decode, read_artifacts
+from .config import Config
+from .diagnostics import Diagnostic
+from .errors import ArtifactError
+from .pipeline import extract
+
+REBUILD = "rebuild the index with 'knowledge-build build'"
+
+
+def validate_site(config: Config, index_dir: Path | None = None) -> list[Diagnostic]:
+    extraction = extract(config)
+    index_dir = Path(index_dir or config.output or extraction.site.default_index_dir)
+    try:
+        artifacts = read_artifacts(index_dir)
+        decode(artifacts, index_dir)
+    except ArtifactError as exc:
+        return [Diagnostic(str(index_dir), 1, 1, "error", "artifact-integrity", str(exc).rstrip("."))]
+    indexed = {c["id"]: c for c in json.loads(artifacts.files[CHUNKS])}
+    in_html = {c.id: c for c in extraction.chunks}
+    pages = {p.material: p for p in extraction.pages}
+    diagnostics: list[Diagnostic] = []
+    for chunk_id in sorted(indexed.keys() - in_html.keys()):
+        old = indexed[chunk_id]
+        page = pages.get(old["material"])
+        where = str(page.path) if page else str(index_dir / CHUNKS)
+        diagnostics.append(Diagnostic(
+            where, 1, 1, "error", "stale-anchor",
+            f"the index links '{old['url']}', but {old['anchor']} is no longer in the HTML: the tutor's link is broken",
+            f"restore id=\"{old['anchor']}\" or {REBUILD} and publish it"))
+    for chunk_id in sorted(in_html.keys() - indexed.keys()):
+        chunk = in_html[chunk_id]
+        diagnostics.append(Diagnostic(
+            str(pages[chunk.material].path), chunk.line, 1, "warning", "not-indexed",
+            f"knowledge id '{chunk.anchor}' is in the HTML but not in the index at {index_dir}", REBUILD))
+    for chunk_id in sorted(in_html.keys() & indexed.keys()):
+        chunk = in_html[chunk_id]
+        if chunk.content_hash != indexed[chunk_id].get("content_hash"):
+            diagnostics.append(Diagnostic(
+                str(pages[chunk.material].path), chunk.line, 1, "warning", "stale-content",
+                f"'{chunk.anchor}' changed since the index was built; search sees the old text", REBUILD))
+    return [d for d in extraction.diagnostics if d.severity == "error"] + diagnostics

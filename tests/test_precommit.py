@@ -1,0 +1,52 @@
+"""The pre-commit hooks, run by the real `pre-commit` tool against this repository."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from knowledge_build import build, load_config
+
+from .conftest import ROOT, SITE, FakeEmbedder
+
+PRE_COMMIT = Path(sys.executable).parent / "pre-commit"
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def site_repo(tmp_path_factory):
+    """A git repository whose root is a Jekyll site with a built index."""
+    repo = tmp_path_factory.mktemp("precommit") / "repo"
+    shutil.copytree(SITE, repo, ignore=shutil.ignore_patterns("_site", ".jekyll-cache"))
+    _git(repo, "init", "-q")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
+    build(load_config(site=repo, cache_dir=repo.parent / "cache", env={}), embedder=FakeEmbedder())
+    return repo
+
+
+def _try_repo(repo: Path, hook: str) -> subprocess.CompletedProcess:
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(repo.parent),
+           "PRE_COMMIT_HOME": str(repo.parent / "pre-commit-home"), "KB_CACHE_DIR": str(repo.parent / "cache")}
+    return subprocess.run([str(PRE_COMMIT), "try-repo", str(ROOT), hook, "--all-files"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_check_hook_passes_a_site_whose_only_findings_are_warnings(site_repo):
+    result = _try_repo(site_repo, "knowledge-build-check")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "knowledge-build check" in result.stdout and "Passed" in result.stdout
+
+
+def test_validate_hook_fails_when_an_indexed_anchor_disappears(site_repo):
+    assert _try_repo(site_repo, "knowledge-build-validate").returncode == 0
+    page = site_repo / "junior" / "一次方程式.html"
+    page.write_text(page.read_text(encoding="utf-8").replace('id="rule-transposition"', 'id="rule-iko"'),
+                    encoding="utf-8")
+    result = _try_repo(site_repo, "knowledge-build-validate")
+    assert result.returncode == 1
+    assert "Failed" in result.stdout and "[stale-anchor]" in result.stdout

@@ -1,0 +1,73 @@
+"""`validate`: the index against the HTML, and the artifact set's integrity."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from knowledge_build import build, load_config
+from knowledge_build.cli import main
+from knowledge_build.validate import validate_site
+
+from .conftest import FakeEmbedder
+
+
+@pytest.fixture
+def indexed(site_dir):
+    build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}), embedder=FakeEmbedder())
+    return site_dir
+
+
+def _findings(site):
+    return [(d.rule, d.severity, d.path.rsplit("/", 1)[-1]) for d in validate_site(load_config(site=site, env={}))]
+
+
+def test_a_fresh_index_validates_clean(indexed):
+    assert _findings(indexed) == []
+    result = CliRunner().invoke(main, ["validate", "--site", str(indexed)])
+    assert result.exit_code == 0 and result.output == "0 error(s), 0 warning(s).\n"
+
+
+def test_an_anchor_renamed_after_the_build_is_an_error(indexed):
+    page = indexed / "junior" / "一次方程式.html"
+    page.write_text(page.read_text(encoding="utf-8").replace('id="rule-transposition"', 'id="rule-iko"'),
+                    encoding="utf-8")
+    findings = _findings(indexed)
+    assert ("stale-anchor", "error", "一次方程式.html") in findings
+    assert ("not-indexed", "warning", "一次方程式.html") in findings
+    result = CliRunner().invoke(main, ["validate", "--site", str(indexed)])
+    assert result.exit_code == 1
+    assert ("the index links '/math-note/junior/一次方程式.html#rule-transposition', but rule-transposition is "
+            "no longer in the HTML") in result.output
+
+
+def test_a_new_box_without_a_rebuild_is_a_warning(indexed):
+    page = indexed / "junior" / "平方根.html"
+    text = page.read_text(encoding="utf-8")
+    page.write_text(text.replace("</section>", '<div class="tip-box" id="tip-new"><strong>新しいコツ</strong>本文</div>'
+                                 "</section>", 1), encoding="utf-8")
+    assert _findings(indexed) == [("not-indexed", "warning", "平方根.html")]
+    assert CliRunner().invoke(main, ["validate", "--site", str(indexed)]).exit_code == 0
+    assert CliRunner().invoke(main, ["validate", "--site", str(indexed), "--strict"]).exit_code == 1
+
+
+def test_edited_box_text_is_a_stale_content_warning(indexed):
+    page = indexed / "junior" / "一次方程式.html"
+    page.write_text(page.read_text(encoding="utf-8").replace("符号を変えて", "符号を反対にして", 1), encoding="utf-8")
+    assert ("stale-content", "warning", "一次方程式.html") in _findings(indexed)
+
+
+def test_a_damaged_artifact_set_is_an_integrity_error(indexed):
+    index = indexed / "_site" / "knowledge" / "v1"
+    manifest = json.loads((index / "manifest.json").read_text(encoding="utf-8"))
+    manifest["counts"]["chunks"] += 1
+    (index / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    result = CliRunner().invoke(main, ["validate", "--site", str(indexed), "--format", "json"])
+    assert result.exit_code == 1
+    (finding,) = json.loads(result.output)["diagnostics"]
+    assert finding["rule"] == "artifact-integrity" and "holds 121 entries, the manifest says 122" in finding["message"]
+
+
+def test_a_missing_index_says_how_to_build_one(site_dir):
+    result = CliRunner().invoke(main, ["validate", "--site", str(site_dir)])
+    assert result.exit_code == 1 and "knowledge-build build --site SITE" in result.output
