@@ -74,6 +74,9 @@ def load_config(cwd: Path | None = None, env: dict | None = None, **flags) -> Co
     config = config.with_overrides(**flags)
     if any(v is not None for v in flags.values()):
         sources.append("command line")
+    if config.site is None and (cwd / "_config.yml").is_file():
+        config = replace(config, site=cwd)  # run inside a Jekyll site: it is the site
+        sources.append("current directory")
     return replace(config, sources=tuple(sources))
 
 

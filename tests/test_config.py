@@ -40,3 +40,9 @@ def test_bad_values_say_what_is_expected(tmp_path):
 def test_box_classes_accept_a_comma_list(tmp_path):
     (tmp_path / "knowledge.yml").write_text("box_classes: rule-box, note-box\n", encoding="utf-8")
     assert load_config(cwd=tmp_path, env={}).box_classes == ("rule-box", "note-box")
+
+
+def test_inside_a_jekyll_site_the_current_directory_is_the_site(tmp_path):
+    (tmp_path / "_config.yml").write_text("baseurl: ''\n", encoding="utf-8")
+    assert load_config(cwd=tmp_path, env={}).site == tmp_path
+    assert load_config(cwd=tmp_path, env={"KB_SITE": "elsewhere"}).site == Path("elsewhere")
