@@ -41,6 +41,7 @@ test: install-test
 
 bench: install
 	$(BIN)/python bench/bench_build.py $(SHARED)/corpus/school_asset
+	$(BIN)/python bench/bench_ids.py $(SHARED)/corpus/school_asset
 
 clean:
 	rm -rf $(SITE)/_site $(SITE)/.jekyll-cache .pytest_cache
