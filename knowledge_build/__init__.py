@@ -15,6 +15,7 @@ from .errors import (ArtifactError, BuildFailed, ChecksumMismatch, ChunkNotFound
                      ConfigError, CountMismatch, DimensionMismatch, EmbedderMismatch,
                      KnowledgeBuildError, SiteNotFound)
 from .pipeline import BuildResult, Extraction, build, extract  # noqa: E402
+from .ranking import SearchSettings  # noqa: E402
 from .search import KnowledgeIndex, SearchResult  # noqa: E402
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "KnowledgeBuildError",
     "KnowledgeIndex",
     "SearchResult",
+    "SearchSettings",
     "SiteNotFound",
     "__version__",
     "build",

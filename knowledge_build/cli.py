@@ -100,16 +100,18 @@ def _build_summary(result) -> dict:
 @click.option("--material", help="Only chunks of this material (page file name without .html).")
 @click.option("--level", type=click.Choice(["基礎", "標準", "発展"]))
 @click.option("--mode", type=click.Choice(["hybrid", "dense", "lexical"]), default="hybrid", show_default=True)
+@click.option("--min-similarity", type=click.FloatRange(0, 1), help="Drop results whose dense cosine is lower.")
 @click.option("--queries", type=click.File("r", encoding="utf-8"),
               help='JSON Lines file of {"qid", "query"}: prints one JSON result line per query.')
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @_fail_on_library_errors
-def search(query, index_dir, k, type_, category, material, level, mode, queries, fmt):
+def search(query, index_dir, k, type_, category, material, level, mode, min_similarity, queries, fmt):
     """Search the knowledge chunks of an artifact set (no database needed)."""
     if not query and queries is None:
         raise click.UsageError("give a QUERY, or --queries FILE.jsonl")
     index = kb.KnowledgeIndex.open(index_dir)
-    filters = dict(k=k, type=type_, category=category, material=material, level=level, mode=mode)
+    filters = dict(k=k, type=type_, category=category, material=material, level=level, mode=mode,
+                   min_similarity=min_similarity)
     if queries is not None:
         for number, line in enumerate(queries, start=1):
             if line.strip():
@@ -143,6 +145,8 @@ def _print_table(results) -> None:
     for rank, r in enumerate(results, start=1):
         click.echo(f"{rank:>2}. {r.title}  [{r.type}]  similarity {r.similarity:.3f}  score {r.score:.4f}")
         click.echo(f"    {r.url}")
+        if r.locations:
+            click.echo(f"    also at: {', '.join(loc['url'] for loc in r.locations)}")
         if r.learns:
             click.echo(f"    学べること: {' / '.join(r.learns)}")
 
@@ -244,3 +248,69 @@ def validate(site, index_dir, fmt, strict):
 
     diagnostics = validate_site(kb.load_config(site=site), index_dir)
     _report_diagnostics(diagnostics, fmt, strict, {})
+
+
+@main.command("eval")
+@click.option("--index", "index_dir", type=_PATH, required=True, help="Artifact directory (…/knowledge/v1).")
+@click.option("--dataset", type=_PATH, required=True, help='JSON Lines of {"qid","query","relevant":[ids],"kind"}.')
+@click.option("--k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="Cut-off for precision/recall/F1.")
+@click.option("--mode", type=click.Choice(["hybrid", "dense", "lexical"]), default="hybrid", show_default=True)
+@click.option("--output-dir", type=_PATH, default=Path("reports/eval"), show_default=True,
+              help="Where report.json and report.md are written.")
+@click.option("--baseline", type=_PATH, help="Baseline metrics JSON to compare with (or to write with --save-baseline).")
+@click.option("--save-baseline", is_flag=True, help="Write this run's metrics to --baseline.")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a metric drops more than the threshold.")
+@click.option("--regression-threshold", type=float, default=0.02, show_default=True,
+              help="Largest allowed drop of hit@1/5/10, MRR@10 or nDCG@10 against the baseline.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_fail_on_library_errors
+def eval_command(index_dir, dataset, k, mode, output_dir, baseline, save_baseline, fail_on_regression,
+                 regression_threshold, fmt):
+    """Measure retrieval quality on labelled queries and gate regressions against a baseline."""
+    from . import evaluate as ev
+
+    if save_baseline and baseline is None:
+        raise click.UsageError("--save-baseline needs --baseline FILE")
+    queries = ev.load_dataset(dataset)
+    index = kb.KnowledgeIndex.open(index_dir)
+    report = ev.evaluate(index, queries, k=k, mode=mode)
+    if baseline is not None and not save_baseline:
+        ev.compare(report, ev.load_baseline(baseline), regression_threshold)
+    json_path, md_path = ev.write_reports(report, output_dir)
+    if save_baseline:
+        ev.save_baseline(report, baseline)
+    if fmt == "json":
+        click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+    else:
+        _print_eval(report, json_path, md_path, baseline if save_baseline else None)
+    if fail_on_regression and report.regressions:
+        sys.exit(1)
+
+
+def _print_eval(report, json_path, md_path, saved) -> None:
+    m = report.metrics
+    click.echo(f"{m['queries']} queries, mode {report.mode}: hit@1 {m['hit@1']:.3f}  hit@5 {m['hit@5']:.3f}  "
+               f"hit@10 {m['hit@10']:.3f}  MRR@10 {m['mrr@10']:.3f}  nDCG@10 {m['ndcg@10']:.3f}  "
+               f"recall@{report.k} {m[f'recall@{report.k}']:.3f}")
+    for kind, km in report.per_kind.items():
+        click.echo(f"  {kind:<12} ({km['queries']:>3})  hit@5 {km['hit@5']:.3f}  MRR@10 {km['mrr@10']:.3f}")
+    click.echo(f"Latency per query: p50 {report.latency_ms['p50']} ms, p95 {report.latency_ms['p95']} ms.")
+    for r in report.regressions:
+        click.echo(f"REGRESSION {r['metric']}: {r['baseline']:.3f} -> {r['current']:.3f} (-{r['drop']:.3f})")
+    click.echo(f"Wrote {json_path} and {md_path}." + (f" Saved the baseline to {saved}." if saved else ""))
+
+
+@main.command("convert-squad")
+@click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--output", type=_PATH, required=True, help="Directory for site/ (pages) and queries.jsonl.")
+@click.option("--limit", type=click.IntRange(1), help="Convert only the first N articles.")
+@_fail_on_library_errors
+def convert_squad_command(source, output, limit):
+    """Turn SQuAD-format data (e.g. JSQuAD) into pages and labelled queries for build and eval."""
+    from .squad import convert_squad
+
+    result = convert_squad(source, output, limit)
+    click.echo(f"{result.pages} pages with {result.paragraphs} paragraphs -> {result.site}")
+    click.echo(f"{result.questions} queries -> {result.queries}")
+    click.echo(f"Next: knowledge-build build --site {result.site} && knowledge-build eval "
+               f"--index {result.site}/_site/knowledge/v1 --dataset {result.queries}")

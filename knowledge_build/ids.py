@@ -23,6 +23,7 @@ import yaml
 
 from .errors import ConfigError, KnowledgeBuildError
 from .scan import KNOWLEDGE_ID, Page
+from .text_ja import strip_label
 
 ID_PATTERN = re.compile(r"^(rule|method|def|ex|tip)-[a-z0-9]+(-[a-z0-9]+)*$")
 # Which id prefixes each box class may carry; a method- id in a rule-box is normal.
@@ -156,15 +157,13 @@ def choose_prefix(box: str, title: str) -> tuple[str, str]:
     return "rule", "rule- by default (no box class or title word says otherwise)"
 
 
-# "コツ2：", "ルール1:", "例3." and the like number a box; they name no concept.
-_LABEL = re.compile(r"^(コツ|ポイント|ルール|パターン|ステップ|例題|例|注意|練習)\s*[0-9]*\s*[:：.．、]?\s*")
 _TEX = re.compile(r"\\[()\[\]]|\\")
 
 
 def slug_for(title: str, glossary: dict[str, str]) -> str:
     """An ASCII slug from the title: glossary terms in English, other nouns romanised, in title order."""
     text = unicodedata.normalize("NFKC", title)
-    rest = _TEX.sub(" ", _LABEL.sub("", text)).strip()
+    rest = _TEX.sub(" ", strip_label(text)).strip()
     if not rest:  # the title is only a label such as "例1": keep its number
         return "-".join(re.findall(r"[0-9]+", text))
     for nouns_only in (True, False):  # verbs only when the title has no noun at all

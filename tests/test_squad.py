@@ -1,0 +1,38 @@
+"""convert-squad: SQuAD-format data becomes pages and labelled queries that build and eval take."""
+
+import json
+
+from click.testing import CliRunner
+
+from knowledge_build import extract, load_config
+from knowledge_build.cli import main
+from knowledge_build.evaluate import load_dataset
+
+SQUAD = {"data": [
+    {"title": "梅雨", "paragraphs": [
+        {"context": "梅雨 [SEP] 梅雨は東アジアの雨季である。", "qas": [
+            {"id": "q1", "question": "梅雨とは何か", "answers": [], "is_impossible": False},
+            {"id": "q2", "question": "答えのない問い", "answers": [], "is_impossible": True}]},
+        {"context": "梅雨 [SEP] 北海道には梅雨がない。<b>", "qas": [{"id": "q3", "question": "梅雨がない地域は"}]}]},
+    {"title": "台風/熱帯低気圧", "paragraphs": [{"context": "台風は熱帯低気圧である。", "qas": []}]},
+]}
+
+
+def test_squad_converts_to_pages_and_queries(tmp_path):
+    source = tmp_path / "squad.json"
+    source.write_text(json.dumps(SQUAD, ensure_ascii=False), encoding="utf-8")
+    result = CliRunner().invoke(main, ["convert-squad", str(source), "--output", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "2 pages with 3 paragraphs" in result.output and "2 queries" in result.output
+    chunks = {c.id: c for c in extract(load_config(site=tmp_path / "out" / "site", env={})).chunks}
+    assert sorted(chunks) == ["a0001#rule-p1", "a0001#rule-p2", "a0002#rule-p1"]
+    assert chunks["a0001#rule-p2"].content == "梅雨 (2) 北海道には梅雨がない。<b>"
+    queries = load_dataset(tmp_path / "out" / "queries.jsonl")
+    assert [(q.qid, q.relevant) for q in queries] == [("q1", ("a0001#rule-p1",)), ("q3", ("a0001#rule-p2",))]
+
+
+def test_not_squad_is_refused(tmp_path):
+    source = tmp_path / "x.json"
+    source.write_text("[]", encoding="utf-8")
+    result = CliRunner().invoke(main, ["convert-squad", str(source), "--output", str(tmp_path / "o")])
+    assert result.exit_code == 1 and "is not SQuAD-format JSON" in result.output
