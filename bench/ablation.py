@@ -27,8 +27,9 @@ from knowledge_build.evaluate import evaluate, load_dataset
 from knowledge_build.pipeline import lexical_fields
 from knowledge_build.ranking import SearchSettings
 
-ORIGINAL = SearchSettings(field_weights={"lemma": 1.0}, example_weight=1.0, intent_boost=1.0,
-                          expand_romaji=False, expand_english=False)
+ORIGINAL = SearchSettings(fusion="rrf", channel_weights={"dense": 1.0, "lexical": 1.0}, field_weights={"lemma": 1.0},
+                          example_weight=1.0, intent_boost=1.0, expand_romaji=False, expand_english=False)
+RRF = {"fusion": "rrf", "channel_weights": {"dense": 1.0, "lexical": 1.0}}
 
 
 def _lemma_without_numerals(word):
@@ -65,10 +66,11 @@ def main() -> None:
     for label, change in [("+ reading field 0.15", {"field_weights": {"lemma": 1.0, "reading": 0.15}}),
                           ("+ kana-bigram field 0.2", {"field_weights": {"lemma": 1.0, "reading": 0.15, "kana2": 0.2}}),
                           ("+ romaji query expansion", {"expand_romaji": True}),
-                          ("+ English glossary expansion", {"expand_english": True})]:
+                          ("+ English glossary expansion", {"expand_english": True}),
+                          ("+ numerals 二次=2次, NFKC dense query (always on below)", {})]:
         current = dataclasses.replace(current, **change)
         steps.append((label, current, {}))
-    steps.append(("= shipped defaults (numerals 二次=2次, NFKC query)", SearchSettings(), {}))
+    steps.append(("= shipped: DBSF fusion, lexical weight 1.5", SearchSettings(), {}))
     steps.append(("  without numeral normalisation", SearchSettings(), {"numerals": False}))
     steps.append(("  without NFKC on the dense query", SearchSettings(), {"nfkc": False}))
     for weight in (0.1, 0.3, 0.5, 1.0):
@@ -76,12 +78,13 @@ def main() -> None:
             SearchSettings(), field_weights={"lemma": 1.0, "reading": 0.15, "kana2": weight}), {}))
     steps.append(("  reading weight 0", dataclasses.replace(
         SearchSettings(), field_weights={"lemma": 1.0, "reading": 0.0, "kana2": 0.2}), {}))
-    for dense, lexical in ((1.5, 1.0), (1.0, 1.5)):
-        steps.append((f"  channel weights dense {dense} / lexical {lexical}", dataclasses.replace(
+    for dense, lexical in ((1.0, 1.0), (1.0, 2.0), (1.5, 1.0)):
+        steps.append((f"  DBSF weights dense {dense} / lexical {lexical}", dataclasses.replace(
             SearchSettings(), channel_weights={"dense": dense, "lexical": lexical}), {}))
-    for k in (20, 100):
-        steps.append((f"  RRF k={k}", dataclasses.replace(SearchSettings(), rrf_k=k), {}))
-    for intent in (1.0, 1.2):
+    for k in (20, 60, 100):
+        steps.append((f"  RRF k={k} (weights 1 / 1)", dataclasses.replace(SearchSettings(), rrf_k=k, **RRF), {}))
+    steps.append(("  RRF k=60, lexical weight 1.5", dataclasses.replace(SearchSettings(), fusion="rrf"), {}))
+    for intent in (1.0, 1.1, 1.5):
         steps.append((f"  intent boost {intent}", dataclasses.replace(SearchSettings(), intent_boost=intent), {}))
     for label, settings, switches in steps:
         _row(label, chunks, default_vectors, embedder, settings, queries, **switches)

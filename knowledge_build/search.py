@@ -16,7 +16,7 @@ from .artifacts import decode, read_artifacts
 from .chunks import Chunk
 from .embed import describe, embedder_key, get_embedder
 from .errors import ChunkNotFound, EmbedderMismatch, KnowledgeBuildError
-from .ranking import SearchSettings, rrf, type_weights
+from .ranking import SearchSettings, fuse, type_weights
 from .text_ja import ANALYZER, analyze_query, concept_key, nfkc
 
 MODES = ("hybrid", "dense", "lexical")
@@ -107,12 +107,12 @@ class KnowledgeIndex:
         if allowed is not None and not allowed.any():
             return []
         qvec = self._embedder.embed_query(nfkc(query))
-        rankings = {}
+        channels = {}
         if mode in ("hybrid", "dense"):
-            rankings["dense"] = self._dense_ranks(qvec, allowed)
+            channels["dense"] = self._dense_scores(qvec, allowed)
         if mode in ("hybrid", "lexical"):
-            rankings["lexical"] = self._lexical_ranks(query, allowed)
-        fused = rrf(rankings, self.settings.channel_weights, self.settings.rrf_k)
+            channels["lexical"] = self._lexical_scores(query, allowed)
+        fused = fuse(channels, self.settings)
         if type is None:
             weights = type_weights(query, self.settings)
             fused = {row: score * weights[self.chunks[row].type] for row, score in fused.items()}
@@ -132,17 +132,19 @@ class KnowledgeIndex:
             return None
         return np.array([_matches(c, **filters) for c in self.chunks], dtype=bool)
 
-    def _dense_ranks(self, qvec: np.ndarray, allowed) -> list[int]:
+    def _dense_scores(self, qvec: np.ndarray, allowed) -> dict[int, float]:
+        """Cosine of the top candidates, by row."""
         import faiss
 
         n = min(self.settings.candidates, len(self.chunks))
         params = None
         if allowed is not None:
             params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.flatnonzero(allowed).astype(np.int64)))
-        _, rows = self._index.search(qvec.reshape(1, -1), n, params=params)
-        return [int(r) for r in rows[0] if r >= 0]
+        scores, rows = self._index.search(qvec.reshape(1, -1), n, params=params)
+        return {int(r): float(s) for s, r in zip(scores[0], rows[0]) if r >= 0}
 
-    def _lexical_ranks(self, query: str, allowed) -> list[int]:
+    def _lexical_scores(self, query: str, allowed) -> dict[int, float]:
+        """Weighted BM25 of the top candidates (score > 0), by row."""
         settings = self.settings
         english = _english_terms() if settings.expand_english else {}
         fields = analyze_query(query, english, romaji=settings.expand_romaji)
@@ -156,8 +158,7 @@ class KnowledgeIndex:
             scores = np.where(allowed, scores, 0.0)
         n = min(settings.candidates, len(scores))
         rows = np.argpartition(-scores, n - 1)[:n]
-        rows = rows[scores[rows] > 0]
-        return [int(r) for r in sorted(rows, key=lambda r: (-scores[r], r))]
+        return {int(r): float(scores[r]) for r in rows if scores[r] > 0}
 
     def _result(self, row: int, score: float, qvec: np.ndarray) -> SearchResult:
         chunk = self.chunks[row]

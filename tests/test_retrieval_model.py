@@ -33,7 +33,9 @@ def test_similarity_threshold_drops_weak_results(real_index):
     results = real_index.search("二次方程式", k=10)
     cut = sorted(r.similarity for r in results)[5]
     kept = real_index.search("二次方程式", k=10, min_similarity=cut)
-    assert kept and all(r.similarity >= cut for r in kept) and len(kept) < len(results)
+    dropped = {r.id for r in results if r.similarity < cut}
+    assert kept and dropped and all(r.similarity >= cut for r in kept)
+    assert not dropped & {r.id for r in kept}
 
 
 def test_site_queries_do_not_regress_against_the_committed_baseline(real_index_dir, tmp_path):

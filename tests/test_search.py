@@ -29,9 +29,19 @@ def test_examples_weigh_less_unless_asked_for():
     assert type_weights("解の公式", settings)["rule"] == settings.intent_boost > 1
 
 
-def test_asking_for_examples_returns_examples_first(index):
-    results = index.search("因数分解の例題", k=3)
-    assert results[0].type == "example"
+def _with(index, **settings):
+    from dataclasses import replace
+
+    index.settings = replace(index.settings, **settings)
+    return index
+
+
+def test_asking_for_examples_lifts_the_example_penalty(index):
+    default = [(r.id, r.score) for r in index.search("因数分解の例題", k=10)]
+    unweighted = [(r.id, r.score) for r in _with(index, example_weight=1.0).search("因数分解の例題", k=10)]
+    assert default == unweighted and any(i.startswith("因数分解#ex-") for i, _ in default)
+    plain = [r.id for r in index.search("因数分解", k=10)]
+    assert plain != [r.id for r in _with(index, example_weight=0.5).search("因数分解", k=10)]
 
 
 def test_empty_query_and_impossible_filters_return_nothing(index):
@@ -66,3 +76,26 @@ def test_one_concept_on_two_pages_lists_the_other_location(tmp_path):
     assert [loc["id"] for loc in first.locations] == [second.id]
     assert first.locations[0]["url"] == f"/b/{second.material}.html#rule-d"
     assert [loc["id"] for loc in second.locations] == [first.id]
+
+
+def test_rrf_sums_weighted_reciprocal_ranks():
+    from knowledge_build.ranking import rrf
+
+    fused = rrf({"dense": {1: 0.9, 2: 0.8}, "lexical": {2: 7.0, 3: 1.0}}, {"dense": 1.0, "lexical": 2.0}, k=60)
+    assert fused == pytest.approx({1: 1 / 61, 2: 1 / 62 + 2 / 61, 3: 2 / 62})
+
+
+def test_dbsf_normalises_each_channel_by_its_own_spread():
+    from knowledge_build.ranking import dbsf
+
+    fused = dbsf({"dense": {1: 0.90, 2: 0.80}, "lexical": {2: 12.0, 3: 2.0}}, {"dense": 1.0, "lexical": 1.0})
+    # Each channel: mean ± 3 sd maps to 0..1, so a channel's best and worst are 1/3 apart around 0.5.
+    assert fused[1] == pytest.approx(0.5 + 1 / 6)
+    assert fused[3] == pytest.approx(0.5 - 1 / 6)
+    assert fused[2] == pytest.approx((0.5 - 1 / 6) + (0.5 + 1 / 6))
+
+
+def test_fusion_setting_chooses_the_method(index):
+    rrf_index = KnowledgeIndex(index.path, index.manifest, index.chunks, index._index,
+                               {"fields": {}}, FakeEmbedder(), SearchSettings(fusion="rrf"))
+    assert rrf_index.search("平方根", k=3, mode="dense")[0].score == pytest.approx(1.0 / 61, abs=1e-6)
