@@ -17,6 +17,7 @@ from .errors import (ArtifactError, BuildFailed, ChecksumMismatch, ChunkNotFound
 from .pipeline import BuildResult, Extraction, build, extract  # noqa: E402
 from .ranking import SearchSettings  # noqa: E402
 from .search import KnowledgeIndex, SearchResult  # noqa: E402
+from .service import CircuitBreaker, SearchService  # noqa: E402
 
 __all__ = [
     "ArtifactError",
@@ -26,6 +27,7 @@ __all__ = [
     "ChecksumMismatch",
     "Chunk",
     "ChunkNotFound",
+    "CircuitBreaker",
     "Config",
     "ConfigError",
     "CountMismatch",
@@ -37,6 +39,7 @@ __all__ = [
     "KnowledgeBuildError",
     "KnowledgeIndex",
     "SearchResult",
+    "SearchService",
     "SearchSettings",
     "SiteNotFound",
     "__version__",

@@ -104,12 +104,14 @@ def _build_summary(result) -> dict:
 @click.option("--queries", type=click.File("r", encoding="utf-8"),
               help='JSON Lines file of {"qid", "query"}: prints one JSON result line per query.')
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--database-url", envvar="KB_DATABASE_URL",
+              help="Ask this database first, the artifacts when it fails. Default: $KB_DATABASE_URL.")
 @_fail_on_library_errors
-def search(query, index_dir, k, type_, category, material, level, mode, min_similarity, queries, fmt):
-    """Search the knowledge chunks of an artifact set (no database needed)."""
+def search(query, index_dir, k, type_, category, material, level, mode, min_similarity, queries, fmt, database_url):
+    """Search the knowledge chunks of an artifact set (the database first when one is given)."""
     if not query and queries is None:
         raise click.UsageError("give a QUERY, or --queries FILE.jsonl")
-    index = kb.KnowledgeIndex.open(index_dir)
+    index = kb.SearchService.open(index_dir, database_url) if database_url else kb.KnowledgeIndex.open(index_dir)
     filters = dict(k=k, type=type_, category=category, material=material, level=level, mode=mode,
                    min_similarity=min_similarity)
     if queries is not None:
@@ -143,7 +145,8 @@ def _print_table(results) -> None:
         click.echo("No results.")
         return
     for rank, r in enumerate(results, start=1):
-        click.echo(f"{rank:>2}. {r.title}  [{r.type}]  similarity {r.similarity:.3f}  score {r.score:.4f}")
+        click.echo(f"{rank:>2}. {r.title}  [{r.type}]  similarity {r.similarity:.3f}  score {r.score:.4f}"
+                   f"  ({r.source})")
         click.echo(f"    {r.url}")
         if r.locations:
             click.echo(f"    also at: {', '.join(loc['url'] for loc in r.locations)}")
@@ -235,10 +238,11 @@ def suggest_ids(paths, site, write, fmt):
 @main.command()
 @_SITE_OPTION
 @click.option("--index", "index_dir", type=_PATH, help="Artifact directory. Default: <site output>/knowledge/v1.")
+@click.option("--database-url", help="Validate what is published in this database instead of the artifacts.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings (a stale index) too.")
 @_fail_on_library_errors
-def validate(site, index_dir, fmt, strict):
+def validate(site, index_dir, database_url, fmt, strict):
     """Check that the index matches the HTML and that the artifact set is intact.
 
     Errors: an indexed anchor missing from the HTML (a broken link for the tutor), a damaged
@@ -246,7 +250,7 @@ def validate(site, index_dir, fmt, strict):
     """
     from .validate import validate_site
 
-    diagnostics = validate_site(kb.load_config(site=site), index_dir)
+    diagnostics = validate_site(kb.load_config(site=site), index_dir, database_url)
     _report_diagnostics(diagnostics, fmt, strict, {})
 
 
@@ -314,3 +318,90 @@ def convert_squad_command(source, output, limit):
     click.echo(f"{result.questions} queries -> {result.queries}")
     click.echo(f"Next: knowledge-build build --site {result.site} && knowledge-build eval "
                f"--index {result.site}/_site/knowledge/v1 --dataset {result.queries}")
+
+
+_DATABASE_URL = click.option("--database-url", envvar="DATABASE_URL",
+                             help="PostgreSQL URL (Supabase: the connection string). Default: $DATABASE_URL.")
+
+
+@main.command()
+@click.option("--index", "index_dir", type=_PATH, required=True, help="Artifact directory (…/knowledge/v1).")
+@click.option("--database-url", envvar="DATABASE_URL", required=True,
+              help="PostgreSQL URL of the publishing role. Default: $DATABASE_URL.")
+@click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_fail_on_library_errors
+def publish(index_dir, database_url, dry_run, fmt):
+    """Publish an artifact set to Postgres/pgvector in one transaction (diff by content).
+
+    Applies pending migrations, upserts new and changed chunks, deletes chunks whose
+    anchors are gone and records the build id, all at once: readers see the old set or
+    the new one. Publishing the same build twice changes nothing.
+    """
+    from .store.postgres import connect, publish as publish_set
+
+    with connect(database_url) as conn:
+        plan = publish_set(conn, index_dir, dry_run=dry_run, progress=fmt == "text" and sys.stderr.isatty())
+    if fmt == "json":
+        click.echo(json.dumps({**plan.to_dict(), "dry_run": dry_run}, ensure_ascii=False, indent=2))
+        return
+    verb = "Would publish" if dry_run else "Published"
+    click.echo(f"{verb} build {plan.build_id} (was {plan.previous_build or 'empty'}): {len(plan.insert)} new, "
+               f"{len(plan.update)} changed, {len(plan.delete)} deleted, {plan.unchanged} unchanged.")
+    if dry_run:
+        for label, ids in (("+", plan.insert), ("~", plan.update), ("-", plan.delete)):
+            for chunk_id in ids:
+                click.echo(f"  {label} {chunk_id}")
+
+
+@main.group()
+def db():
+    """Local PostgreSQL + pgvector for development, and the schema's SQL."""
+
+
+@db.command("start")
+@click.option("--data-dir", type=_PATH, default=Path(".knowledge-db"), show_default=True, help="Where the database lives.")
+@_fail_on_library_errors
+def db_start(data_dir):
+    """Start a local PostgreSQL 18 + pgvector (no root, no Docker) and print its DATABASE_URL."""
+    from .store import server
+
+    url = server.start(data_dir)
+    click.echo(url)
+    click.echo(f"Running until 'knowledge-build db stop --data-dir {data_dir}'. Use it with: export DATABASE_URL='{url}'",
+               err=True)
+
+
+@db.command("stop")
+@click.option("--data-dir", type=_PATH, default=Path(".knowledge-db"), show_default=True, help="Where the database lives.")
+def db_stop(data_dir):
+    """Stop the local database started by 'db start'."""
+    from .store import server
+
+    click.echo("Stopped." if server.stop(data_dir) else f"No database is running in {data_dir}.")
+
+
+@db.command("migrate")
+@_DATABASE_URL
+@click.option("--dim", type=click.IntRange(1), required=True, help="Vector dimension (384 local model, 1536 OpenAI).")
+@_fail_on_library_errors
+def db_migrate(database_url, dim):
+    """Apply the schema migrations that the database has not recorded yet."""
+    from .store.postgres import connect, migrate
+
+    if not database_url:
+        raise click.UsageError("give --database-url or set DATABASE_URL")
+    with connect(database_url) as conn:
+        applied = migrate(conn, dim)
+    click.echo(f"Applied {', '.join(applied)}." if applied else "Nothing to apply: the schema is up to date.")
+
+
+@db.command("sql")
+@click.option("--dim", type=click.IntRange(1), required=True, help="Vector dimension (384 local model, 1536 OpenAI).")
+def db_sql(dim):
+    """Print the whole schema as SQL, e.g. to paste into Supabase's SQL editor."""
+    from .store.postgres import migration_sql
+
+    for version, sql in migration_sql(dim):
+        click.echo(f"-- {version}\n{sql.strip()}\ninsert into knowledge_migrations (version) values ('{version}')"
+                   " on conflict do nothing;\n")

@@ -103,29 +103,43 @@ class KnowledgeIndex:
         query = (query or "").strip()
         if not query or not self.chunks or k < 1:
             return []
-        allowed = self._allowed(type=type, category=category, material=material, level=level)
+        return self.rank(query, self.embed_query(query), k, dict(type=type, category=category, material=material,
+                                                                  level=level), mode, min_similarity)
+
+    def embed_query(self, query: str) -> np.ndarray:
+        return self._embedder.embed_query(nfkc(query))
+
+    def rank(self, query: str, qvec: np.ndarray, k: int, filters: dict, mode: str = "hybrid",
+             min_similarity: float | None = None, dense: dict[int, float] | None = None,
+             source: str = "artifacts") -> list[SearchResult]:
+        """Fuse the channels for one embedded query. `dense` ({row: cosine}) replaces the local
+        FAISS ranking when another store (the database) supplied it."""
+        allowed = self._allowed(**filters)
         if allowed is not None and not allowed.any():
             return []
-        qvec = self._embedder.embed_query(nfkc(query))
         channels = {}
         if mode in ("hybrid", "dense"):
-            channels["dense"] = self._dense_scores(qvec, allowed)
+            channels["dense"] = dense if dense is not None else self._dense_scores(qvec, allowed)
         if mode in ("hybrid", "lexical"):
             channels["lexical"] = self._lexical_scores(query, allowed)
         fused = fuse(channels, self.settings)
-        if type is None:
+        if filters.get("type") is None:
             weights = type_weights(query, self.settings)
             fused = {row: score * weights[self.chunks[row].type] for row, score in fused.items()}
         ordered = sorted(fused.items(), key=lambda item: (-item[1], self.chunks[item[0]].id))
         threshold = self.settings.min_similarity if min_similarity is None else min_similarity
+        cosines = channels.get("dense", {})
         results = []
         for row, score in ordered:
-            result = self._result(row, score, qvec)
+            result = self._result(row, score, qvec, cosines.get(row), source)
             if threshold is None or result.similarity >= threshold:
                 results.append(result)
             if len(results) == k:
                 break
         return results
+
+    def row_of(self, chunk_id: str) -> int | None:
+        return self._by_id.get(chunk_id)
 
     def _allowed(self, **filters) -> np.ndarray | None:
         if not any(filters.values()):
@@ -160,15 +174,18 @@ class KnowledgeIndex:
         rows = np.argpartition(-scores, n - 1)[:n]
         return {int(r): float(scores[r]) for r in rows if scores[r] > 0}
 
-    def _result(self, row: int, score: float, qvec: np.ndarray) -> SearchResult:
+    def _result(self, row: int, score: float, qvec: np.ndarray, cosine: float | None, source: str) -> SearchResult:
         chunk = self.chunks[row]
-        similarity = float(np.clip(np.dot(self._index.reconstruct(row), qvec), 0.0, 1.0))
+        if cosine is None:
+            cosine = float(np.dot(self._index.reconstruct(row), qvec))
+        similarity = float(np.clip(cosine, 0.0, 1.0))
         others = [r for r in self._concepts.get(concept_key(chunk.title), ()) if r != row]
         locations = tuple({"id": self.chunks[r].id, "url": self.chunks[r].url, "material": self.chunks[r].material}
                           for r in others)
         return SearchResult(id=chunk.id, url=chunk.url, title=chunk.title, learns=chunk.learns,
                             excerpt=chunk.excerpt, similarity=round(similarity, 6), score=round(score, 6),
-                            type=chunk.type, material=chunk.material, anchor=chunk.anchor, locations=locations)
+                            type=chunk.type, material=chunk.material, anchor=chunk.anchor, source=source,
+                            locations=locations)
 
 
 @lru_cache(maxsize=1)

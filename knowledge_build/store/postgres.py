@@ -1,0 +1,228 @@
+"""Postgres/pgvector (Supabase): migrations, one-transaction publish, and the RPC reads.
+
+Every statement is parameterised; identifiers are fixed in the SQL files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from ..artifacts import CHUNKS, decode, read_artifacts
+from ..errors import KnowledgeBuildError
+
+DIM_TOKEN = "__DIM__"
+PUBLISH_LOCK = 7_305_001  # pg_advisory_xact_lock key: one publisher at a time
+_FIELDS = ("id", "material", "anchor", "url", "title", "content", "excerpt", "learns", "learns_source", "type",
+           "category", "level", "prerequisites", "content_hash")
+
+
+class DatabaseError(KnowledgeBuildError):
+    """The database cannot be used as asked; the message says how to fix it."""
+
+
+def connect(url: str, connect_timeout: float = 5.0, statement_timeout_ms: int | None = None):
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    options = f"-c statement_timeout={int(statement_timeout_ms)}" if statement_timeout_ms else ""
+    try:
+        conn = psycopg.connect(url, connect_timeout=max(1, round(connect_timeout)), options=options or None)
+    except psycopg.OperationalError as exc:
+        raise DatabaseError(f"cannot connect to the database ({str(exc).strip()}). Check --database-url / "
+                            "DATABASE_URL, or start a local one with 'knowledge-build db start'.") from exc
+    try:
+        register_vector(conn)
+    except psycopg.ProgrammingError:
+        conn.rollback()  # the vector extension is not installed yet: migrations will create it
+    return conn
+
+
+# --- migrations ----------------------------------------------------------------------------
+
+
+def migration_sql(dim: int) -> list[tuple[str, str]]:
+    """(version, SQL) of every shipped migration, in order, with the vector dimension filled in."""
+    folder = resources.files("knowledge_build.store").joinpath("migrations")
+    files = sorted((f.name, f.read_text(encoding="utf-8")) for f in folder.iterdir() if f.name.endswith(".sql"))
+    return [(name.removesuffix(".sql"), text.replace(DIM_TOKEN, str(int(dim)))) for name, text in files]
+
+
+def migrate(conn, dim: int) -> list[str]:
+    """Apply the migrations not yet recorded, each in its own transaction. Returns what was applied."""
+    applied_now = []
+    with conn.transaction():
+        conn.execute("select pg_advisory_xact_lock(%s)", (PUBLISH_LOCK,))
+        conn.execute("create table if not exists knowledge_migrations ("
+                     " version text primary key, applied_at timestamptz not null default now())")
+        done = {row[0] for row in conn.execute("select version from knowledge_migrations")}
+        existing = table_dimension(conn)
+        if existing is not None and existing != dim:
+            raise DatabaseError(
+                f"knowledge_chunks stores vectors of dimension {existing}, the artifacts have {dim}. "
+                "Migrate by hand: drop table knowledge_chunks (or alter column embedding type "
+                f"vector({dim}) after deleting its rows), delete the '002_chunks' and '003_functions' rows "
+                "of knowledge_migrations, then publish again.")
+        for version, sql in migration_sql(dim):
+            if version not in done:
+                conn.execute(sql)
+                conn.execute("insert into knowledge_migrations (version) values (%s)", (version,))
+                applied_now.append(version)
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)
+    return applied_now
+
+
+def table_dimension(conn) -> int | None:
+    row = conn.execute("select a.atttypmod from pg_attribute a where a.attrelid = to_regclass('knowledge_chunks')"
+                       " and a.attname = 'embedding'").fetchone()
+    return int(row[0]) if row else None
+
+
+def meta(conn) -> dict[str, str]:
+    if conn.execute("select to_regclass('knowledge_meta')").fetchone()[0] is None:
+        return {}
+    return dict(conn.execute("select key, value from knowledge_meta").fetchall())
+
+
+# --- publish -------------------------------------------------------------------------------
+
+
+@dataclass
+class PublishPlan:
+    build_id: str
+    embedder: dict
+    dim: int
+    insert: list[str] = field(default_factory=list)
+    update: list[str] = field(default_factory=list)
+    delete: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    previous_build: str | None = None
+
+    @property
+    def changes(self) -> int:
+        return len(self.insert) + len(self.update) + len(self.delete)
+
+    def to_dict(self) -> dict:
+        return {"build_id": self.build_id, "previous_build": self.previous_build, "insert": self.insert,
+                "update": self.update, "delete": self.delete, "unchanged": self.unchanged}
+
+
+def load_publishable(index_dir: Path):
+    """The verified artifact set as (manifest, chunk dicts, vectors)."""
+    artifacts = read_artifacts(index_dir)
+    chunks, index, _ = decode(artifacts, index_dir)
+    vectors = index.reconstruct_n(0, index.ntotal) if index.ntotal else np.zeros((0, index.d), np.float32)
+    json.loads(artifacts.files[CHUNKS])  # decoded above; kept for the error path of a broken file
+    return artifacts.manifest, chunks, vectors
+
+
+def fingerprint(row: dict) -> str:
+    """What decides whether a published row changed: every published field but the vector
+    (which content_hash stands for)."""
+    data = {k: list(row[k]) if isinstance(row[k], (list, tuple)) else row[k] for k in _FIELDS}
+    return hashlib.sha256(json.dumps(data, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
+
+
+def plan_publish(conn, manifest: dict, chunks: list[dict]) -> PublishPlan:
+    embedder = manifest["embedder"]
+    plan = PublishPlan(manifest["build_id"], embedder, int(embedder["dim"]))
+    current = meta(conn)
+    plan.previous_build = current.get("build_id")
+    if current.get("embedder") and json.loads(current["embedder"]) != embedder:
+        raise DatabaseError(
+            f"the database holds vectors from embedder {current['embedder']}, the artifacts come from "
+            f"{json.dumps(embedder, ensure_ascii=False)}; their vectors are not comparable. Rebuild the artifacts "
+            "with the database's embedder, or start over: delete from knowledge_chunks; delete from knowledge_meta;"
+            " then publish.")
+    existing = {}
+    if table_dimension(conn) is not None:
+        cols = ", ".join(_FIELDS)
+        for values in conn.execute(f"select {cols} from knowledge_chunks").fetchall():
+            row = dict(zip(_FIELDS, values))
+            existing[row["id"]] = fingerprint(row)
+    local = {c["id"]: fingerprint(c) for c in chunks}
+    plan.insert = sorted(local.keys() - existing.keys())
+    plan.delete = sorted(existing.keys() - local.keys())
+    plan.update = sorted(i for i in local.keys() & existing.keys() if local[i] != existing[i])
+    plan.unchanged = len(local) - len(plan.insert) - len(plan.update)
+    return plan
+
+
+def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False) -> PublishPlan:
+    """Diff the artifacts against the table and apply the difference in one transaction."""
+    manifest, chunks, vectors = load_publishable(index_dir)
+    dim = int(manifest["embedder"]["dim"])
+    if dry_run:
+        return plan_publish(conn, manifest, chunks)
+    migrate(conn, dim)
+    with conn.transaction():
+        conn.execute("select pg_advisory_xact_lock(%s)", (PUBLISH_LOCK,))
+        plan = plan_publish(conn, manifest, chunks)
+        rows = {c["id"]: (c, vectors[i]) for i, c in enumerate(chunks)}
+        _upsert(conn, [rows[i] for i in plan.insert + plan.update], progress)
+        if plan.delete:
+            conn.execute("delete from knowledge_chunks where id = any(%s)", (plan.delete,))
+        for key, value in (("build_id", manifest["build_id"]),
+                           ("embedder", json.dumps(manifest["embedder"], ensure_ascii=False, sort_keys=True)),
+                           ("chunks", str(len(chunks)))):
+            conn.execute("insert into knowledge_meta (key, value) values (%s, %s) on conflict (key) do update"
+                         " set value = excluded.value, updated_at = now()", (key, value))
+    return plan
+
+
+def _upsert(conn, rows: list, progress: bool) -> None:
+    if not rows:
+        return
+    from tqdm import tqdm
+
+    conn.execute("create temporary table knowledge_incoming (like knowledge_chunks including defaults) on commit drop")
+    columns = ", ".join((*_FIELDS, "embedding"))
+    bar = tqdm(total=len(rows), desc="publishing", unit="row", disable=not progress, leave=False)
+    with conn.cursor().copy(f"copy knowledge_incoming ({columns}) from stdin") as copy:
+        for chunk, vector in rows:
+            copy.write_row([*(list(chunk[k]) if k in ("learns", "prerequisites") else chunk[k] for k in _FIELDS),
+                            np.asarray(vector, dtype=np.float32)])
+            bar.update(1)
+    bar.close()
+    updates = ", ".join(f"{c} = excluded.{c}" for c in (*_FIELDS[1:], "embedding"))
+    conn.execute(f"insert into knowledge_chunks ({columns}) select {columns} from knowledge_incoming"
+                 f" on conflict (id) do update set {updates}, updated_at = now()")
+
+
+# --- reads ---------------------------------------------------------------------------------
+
+
+def dense_search(conn, vector: np.ndarray, count: int, category=None, type=None, material=None,
+                 level=None) -> list[tuple]:
+    """(id, similarity, url, title, learns, excerpt, type, material, anchor) rows from the RPC."""
+    return conn.execute(
+        "select id, similarity, url, title, learns, excerpt, type, material, anchor"
+        " from search_knowledge(%s, %s, null, %s, %s, %s, %s)",
+        (np.asarray(vector, dtype=np.float32), count, category, type, material, level)).fetchall()
+
+
+def get_chunk(conn, chunk_id: str) -> dict | None:
+    cur = conn.execute(f"select {', '.join(_FIELDS)} from get_chunk_by_id(%s)", (chunk_id,))
+    row = cur.fetchone()
+    return dict(zip(_FIELDS, row)) if row else None
+
+
+def list_concepts(conn, category=None, type=None) -> list[dict]:
+    cur = conn.execute("select id, title, type, url, learns, material, category from list_concepts(%s, %s)",
+                       (category, type))
+    names = [d.name for d in cur.description]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def published_ids(conn) -> dict[str, str]:
+    """id -> content_hash of every published chunk (for validate)."""
+    if table_dimension(conn) is None:
+        return {}
+    return dict(conn.execute("select id, content_hash from knowledge_chunks").fetchall())

@@ -1,0 +1,144 @@
+"""Postgres/pgvector with a real server: migrations, publish, RLS, parameterised SQL."""
+
+import json
+import shutil
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+
+from knowledge_build import build, load_config
+from knowledge_build.cli import main
+from knowledge_build.store.postgres import DatabaseError, connect, get_chunk, migrate, publish
+
+from .conftest import SITE, FakeEmbedder
+
+pytestmark = pytest.mark.db
+
+
+def _site_index(tmp_path, edit=None, name="site", embedder=None):
+    root = tmp_path / name
+    shutil.copytree(SITE, root, ignore=shutil.ignore_patterns("_site", ".jekyll-cache"))
+    if edit:
+        edit(root)
+    return build(load_config(site=root, cache_dir=tmp_path / "cache", env={}), embedder=embedder or FakeEmbedder()).output
+
+
+def _rows(url):
+    with psycopg.connect(url) as conn:
+        return dict(conn.execute("select id, content_hash from knowledge_chunks").fetchall())
+
+
+def _meta(url):
+    with psycopg.connect(url) as conn:
+        return dict(conn.execute("select key, value from knowledge_meta").fetchall())
+
+
+def test_migrations_are_ordered_recorded_and_idempotent(fresh_db):
+    with connect(fresh_db) as conn:
+        assert migrate(conn, 64) == ["001_extension_and_meta", "002_chunks", "003_functions",
+                                     "004_row_level_security"]
+        assert migrate(conn, 64) == []
+        assert [r[0] for r in conn.execute("select version from knowledge_migrations order by 1")] == [
+            "001_extension_and_meta", "002_chunks", "003_functions", "004_row_level_security"]
+        index = conn.execute("select indexdef from pg_indexes where indexname = 'knowledge_chunks_embedding_hnsw'")
+        assert "hnsw (embedding vector_cosine_ops)" in index.fetchone()[0]
+
+
+def test_publish_inserts_then_changes_nothing_then_applies_a_diff(fresh_db, tmp_path):
+    first = _site_index(tmp_path)
+    runner = CliRunner()
+    result = runner.invoke(main, ["publish", "--index", str(first), "--database-url", fresh_db])
+    assert result.exit_code == 0, result.output
+    assert "121 new, 0 changed, 0 deleted, 0 unchanged" in result.output
+    build_id = json.loads((first / "manifest.json").read_text())["build_id"]
+    assert _meta(fresh_db)["build_id"] == build_id and len(_rows(fresh_db)) == 121
+
+    again = runner.invoke(main, ["publish", "--index", str(first), "--database-url", fresh_db])
+    assert "0 new, 0 changed, 0 deleted, 121 unchanged" in again.output
+
+    def edit(root):
+        page = root / "junior" / "一次方程式.html"
+        text = page.read_text(encoding="utf-8").replace("<strong>📌 移項</strong>", "<strong>📌 移項の規則</strong>")
+        page.write_text(text.replace('id="tip-check-answer"', 'class="x"'), encoding="utf-8")
+
+    second = _site_index(tmp_path, edit, name="site2")
+    dry = runner.invoke(main, ["publish", "--index", str(second), "--database-url", fresh_db, "--dry-run"])
+    assert "Would publish" in dry.output and "0 new, 1 changed, 1 deleted, 119 unchanged" in dry.output
+    assert "  ~ 一次方程式#rule-transposition" in dry.output and "  - 一次方程式#tip-check-answer" in dry.output
+    assert _meta(fresh_db)["build_id"] == build_id
+    done = runner.invoke(main, ["publish", "--index", str(second), "--database-url", fresh_db, "--format", "json"])
+    plan = json.loads(done.output)
+    assert plan["update"] == ["一次方程式#rule-transposition"] and plan["delete"] == ["一次方程式#tip-check-answer"]
+    with connect(fresh_db) as conn:
+        assert get_chunk(conn, "一次方程式#rule-transposition")["title"] == "移項の規則"
+
+
+def test_publish_refuses_another_embedder_or_dimension(fresh_db, tmp_path):
+    with connect(fresh_db) as conn:
+        publish(conn, _site_index(tmp_path))
+        with pytest.raises(DatabaseError, match="dimension 64, the artifacts have 32. Migrate by hand"):
+            publish(conn, _site_index(tmp_path, name="small", embedder=FakeEmbedder(dim=32)))
+
+    class Other(FakeEmbedder):
+        model = "other-model/1"
+
+    with connect(fresh_db) as conn:
+        with pytest.raises(DatabaseError, match="vectors are not comparable"):
+            publish(conn, _site_index(tmp_path, name="other", embedder=Other()))
+
+
+def test_anon_may_read_and_call_the_rpcs_but_not_write(fresh_db, tmp_path):
+    with connect(fresh_db) as conn:
+        publish(conn, _site_index(tmp_path))
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        conn.execute("set role anon")
+        assert conn.execute("select count(*) from knowledge_chunks").fetchone()[0] == 121
+        vector = "[" + ",".join(["0.125"] * 64) + "]"
+        assert len(conn.execute("select * from search_knowledge(%s::vector, 3)", (vector,)).fetchall()) == 3
+        assert conn.execute("select title from get_chunk_by_id(%s)", ("二次方程式#rule-quadratic-formula",)).fetchone()
+        assert conn.execute("select count(*) from list_concepts(null, 'rule')").fetchone()[0] == 30
+        for statement in ("insert into knowledge_chunks (id) values ('x')",
+                          "update knowledge_chunks set title = 'x'",
+                          "delete from knowledge_chunks",
+                          "insert into knowledge_meta (key, value) values ('build_id', 'x')"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(statement)
+    assert len(_rows(fresh_db)) == 121
+
+
+def test_hostile_text_is_data_not_sql(fresh_db, tmp_path):
+    hostile = "'; drop table knowledge_chunks; --"
+
+    def edit(root):
+        page = root / "junior" / "移項'); drop table knowledge_meta; --.html"
+        page.write_text("---\ntitle: \"x'; delete from knowledge_chunks; --\"\ncategory: \"'; --\"\n---\n"
+                        f'<div class="rule-box" id="rule-evil"><strong>{hostile}</strong>本文 $$ \\\\ \'</div>',
+                        encoding="utf-8")
+
+    with connect(fresh_db) as conn:
+        publish(conn, _site_index(tmp_path, edit))
+        chunk_id = "移項'); drop table knowledge_meta; --#rule-evil"
+        row = get_chunk(conn, chunk_id)
+        assert row["title"] == hostile and row["category"] == "'; --"
+        assert conn.execute("select count(*) from search_knowledge(%s::vector, 5, null, %s, %s, %s)",
+                            ("[" + ",".join(["0.1"] * 64) + "]", hostile, hostile, hostile)).fetchone()[0] == 0
+        assert get_chunk(conn, hostile) is None
+    assert len(_rows(fresh_db)) == 122 and "build_id" in _meta(fresh_db)
+
+
+def test_validate_against_the_database(fresh_db, tmp_path, site_dir):
+    index = build(load_config(site=site_dir, env={}), embedder=FakeEmbedder()).output
+    with connect(fresh_db) as conn:
+        publish(conn, index)
+    page = site_dir / "junior" / "一次方程式.html"
+    page.write_text(page.read_text(encoding="utf-8").replace('id="rule-transposition"', 'id="rule-iko"'), encoding="utf-8")
+    result = CliRunner().invoke(main, ["validate", "--site", str(site_dir), "--database-url", fresh_db])
+    assert result.exit_code == 1 and "[stale-anchor]" in result.output and "[not-indexed]" in result.output
+
+
+def test_db_sql_prints_the_schema_for_the_sql_editor():
+    result = CliRunner().invoke(main, ["db", "sql", "--dim", "1536"])
+    assert result.exit_code == 0
+    assert "embedding vector(1536) not null" in result.output and "__DIM__" not in result.output
+    assert "insert into knowledge_migrations (version) values ('004_row_level_security')" in result.output
