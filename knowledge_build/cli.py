@@ -405,3 +405,7 @@ def db_sql(dim):
     for version, sql in migration_sql(dim):
         click.echo(f"-- {version}\n{sql.strip()}\ninsert into knowledge_migrations (version) values ('{version}')"
                    " on conflict do nothing;\n")
+
+
+if __name__ == "__main__":
+    main()

