@@ -18,6 +18,7 @@ from .pipeline import BuildResult, Extraction, build, extract  # noqa: E402
 from .ranking import SearchSettings  # noqa: E402
 from .search import KnowledgeIndex, SearchResult  # noqa: E402
 from .service import CircuitBreaker, SearchService  # noqa: E402
+from .store.notes import NoteStore  # noqa: E402
 
 __all__ = [
     "ArtifactError",
@@ -38,6 +39,7 @@ __all__ = [
     "Extraction",
     "KnowledgeBuildError",
     "KnowledgeIndex",
+    "NoteStore",
     "SearchResult",
     "SearchService",
     "SearchSettings",

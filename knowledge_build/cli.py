@@ -14,30 +14,7 @@ import click
 
 import knowledge_build as kb
 
-_PATH = click.Path(path_type=Path)
-
-
-def _fail_on_library_errors(func):
-    """Turn library errors into click errors: message and fix, exit status 1."""
-    import functools
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except kb.BuildFailed as exc:
-            _print_diagnostics(exc.diagnostics, verbose=False)
-            raise click.ClickException(str(exc).splitlines()[0]) from exc
-        except kb.KnowledgeBuildError as exc:
-            raise click.ClickException(str(exc)) from exc
-
-    return wrapper
-
-
-def _print_diagnostics(diagnostics, verbose: bool) -> None:
-    for d in diagnostics:
-        if d.severity != "info" or verbose:
-            click.echo(d.format(), err=True)
+from .cli_common import _PATH, _fail_on_library_errors, _print_diagnostics
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -310,7 +287,7 @@ def _print_eval(report, json_path, md_path, saved) -> None:
 @click.option("--limit", type=click.IntRange(1), help="Convert only the first N articles.")
 @_fail_on_library_errors
 def convert_squad_command(source, output, limit):
-    """Turn SQuAD-format data (e.g. JSQuAD) into pages and labelled queries for build and eval."""
+    """Turn SQuAD-format data, such as JSQuAD, into pages and labelled queries for build and eval."""
     from .squad import convert_squad
 
     result = convert_squad(source, output, limit)
@@ -320,92 +297,10 @@ def convert_squad_command(source, output, limit):
                f"--index {result.site}/_site/knowledge/v1 --dataset {result.queries}")
 
 
-_DATABASE_URL = click.option("--database-url", envvar="DATABASE_URL",
-                             help="PostgreSQL URL (Supabase: the connection string). Default: $DATABASE_URL.")
+from .cli_store import db, publish, serve  # noqa: E402
 
-
-@main.command()
-@click.option("--index", "index_dir", type=_PATH, required=True, help="Artifact directory (…/knowledge/v1).")
-@click.option("--database-url", envvar="DATABASE_URL", required=True,
-              help="PostgreSQL URL of the publishing role. Default: $DATABASE_URL.")
-@click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@_fail_on_library_errors
-def publish(index_dir, database_url, dry_run, fmt):
-    """Publish an artifact set to Postgres/pgvector in one transaction (diff by content).
-
-    Applies pending migrations, upserts new and changed chunks, deletes chunks whose
-    anchors are gone and records the build id, all at once: readers see the old set or
-    the new one. Publishing the same build twice changes nothing.
-    """
-    from .store.postgres import connect, publish as publish_set
-
-    with connect(database_url) as conn:
-        plan = publish_set(conn, index_dir, dry_run=dry_run, progress=fmt == "text" and sys.stderr.isatty())
-    if fmt == "json":
-        click.echo(json.dumps({**plan.to_dict(), "dry_run": dry_run}, ensure_ascii=False, indent=2))
-        return
-    verb = "Would publish" if dry_run else "Published"
-    click.echo(f"{verb} build {plan.build_id} (was {plan.previous_build or 'empty'}): {len(plan.insert)} new, "
-               f"{len(plan.update)} changed, {len(plan.delete)} deleted, {plan.unchanged} unchanged.")
-    if dry_run:
-        for label, ids in (("+", plan.insert), ("~", plan.update), ("-", plan.delete)):
-            for chunk_id in ids:
-                click.echo(f"  {label} {chunk_id}")
-
-
-@main.group()
-def db():
-    """Local PostgreSQL + pgvector for development, and the schema's SQL."""
-
-
-@db.command("start")
-@click.option("--data-dir", type=_PATH, default=Path(".knowledge-db"), show_default=True, help="Where the database lives.")
-@_fail_on_library_errors
-def db_start(data_dir):
-    """Start a local PostgreSQL 18 + pgvector (no root, no Docker) and print its DATABASE_URL."""
-    from .store import server
-
-    url = server.start(data_dir)
-    click.echo(url)
-    click.echo(f"Running until 'knowledge-build db stop --data-dir {data_dir}'. Use it with: export DATABASE_URL='{url}'",
-               err=True)
-
-
-@db.command("stop")
-@click.option("--data-dir", type=_PATH, default=Path(".knowledge-db"), show_default=True, help="Where the database lives.")
-def db_stop(data_dir):
-    """Stop the local database started by 'db start'."""
-    from .store import server
-
-    click.echo("Stopped." if server.stop(data_dir) else f"No database is running in {data_dir}.")
-
-
-@db.command("migrate")
-@_DATABASE_URL
-@click.option("--dim", type=click.IntRange(1), required=True, help="Vector dimension (384 local model, 1536 OpenAI).")
-@_fail_on_library_errors
-def db_migrate(database_url, dim):
-    """Apply the schema migrations that the database has not recorded yet."""
-    from .store.postgres import connect, migrate
-
-    if not database_url:
-        raise click.UsageError("give --database-url or set DATABASE_URL")
-    with connect(database_url) as conn:
-        applied = migrate(conn, dim)
-    click.echo(f"Applied {', '.join(applied)}." if applied else "Nothing to apply: the schema is up to date.")
-
-
-@db.command("sql")
-@click.option("--dim", type=click.IntRange(1), required=True, help="Vector dimension (384 local model, 1536 OpenAI).")
-def db_sql(dim):
-    """Print the whole schema as SQL, e.g. to paste into Supabase's SQL editor."""
-    from .store.postgres import migration_sql
-
-    for version, sql in migration_sql(dim):
-        click.echo(f"-- {version}\n{sql.strip()}\ninsert into knowledge_migrations (version) values ('{version}')"
-                   " on conflict do nothing;\n")
-
+for _command in (publish, db, serve):
+    main.add_command(_command)
 
 if __name__ == "__main__":
     main()

@@ -84,6 +84,11 @@ class KnowledgeIndex:
     def build_id(self) -> str:
         return self.manifest["build_id"]
 
+    @property
+    def embedder(self):
+        """The embedder queries are embedded with (the one the set was built with)."""
+        return self._embedder
+
     def __len__(self) -> int:
         return len(self.chunks)
 

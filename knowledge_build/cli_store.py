@@ -1,0 +1,117 @@
+"""CLI commands for the database and the MCP server: publish, db start/stop/migrate/sql, serve."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+import knowledge_build as kb
+
+from .cli_common import _PATH, _fail_on_library_errors
+
+_DATABASE_URL = click.option("--database-url", envvar="DATABASE_URL",
+                             help="PostgreSQL URL (Supabase: the connection string). Default: $DATABASE_URL.")
+
+
+@click.command()
+@click.option("--index", "index_dir", type=_PATH, required=True, help="Artifact directory (…/knowledge/v1).")
+@click.option("--database-url", envvar="DATABASE_URL", required=True,
+              help="PostgreSQL URL of the publishing role. Default: $DATABASE_URL.")
+@click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_fail_on_library_errors
+def publish(index_dir, database_url, dry_run, fmt):
+    """Publish an artifact set to Postgres/pgvector in one transaction (diff by content).
+
+    Applies pending migrations, upserts new and changed chunks, deletes chunks whose
+    anchors are gone and records the build id, all at once: readers see the old set or
+    the new one. Publishing the same build twice changes nothing.
+    """
+    from .store.postgres import connect, publish as publish_set
+
+    with connect(database_url) as conn:
+        plan = publish_set(conn, index_dir, dry_run=dry_run, progress=fmt == "text" and sys.stderr.isatty())
+    if fmt == "json":
+        click.echo(json.dumps({**plan.to_dict(), "dry_run": dry_run}, ensure_ascii=False, indent=2))
+        return
+    verb = "Would publish" if dry_run else "Published"
+    click.echo(f"{verb} build {plan.build_id} (was {plan.previous_build or 'empty'}): {len(plan.insert)} new, "
+               f"{len(plan.update)} changed, {len(plan.delete)} deleted, {plan.unchanged} unchanged.")
+    if dry_run:
+        for label, ids in (("+", plan.insert), ("~", plan.update), ("-", plan.delete)):
+            for chunk_id in ids:
+                click.echo(f"  {label} {chunk_id}")
+
+
+@click.group()
+def db():
+    """Local PostgreSQL + pgvector for development, and the schema's SQL."""
+
+
+@db.command("start")
+@click.option("--data-dir", type=_PATH, default=Path(".knowledge-db"), show_default=True, help="Where the database lives.")
+@_fail_on_library_errors
+def db_start(data_dir):
+    """Start a local PostgreSQL 18 + pgvector (no root, no Docker) and print its DATABASE_URL."""
+    from .store import server
+
+    url = server.start(data_dir)
+    click.echo(url)
+    click.echo(f"Running until 'knowledge-build db stop --data-dir {data_dir}'. Use it with: export DATABASE_URL='{url}'",
+               err=True)
+
+
+@db.command("stop")
+@click.option("--data-dir", type=_PATH, default=Path(".knowledge-db"), show_default=True, help="Where the database lives.")
+def db_stop(data_dir):
+    """Stop the local database started by 'db start'."""
+    from .store import server
+
+    click.echo("Stopped." if server.stop(data_dir) else f"No database is running in {data_dir}.")
+
+
+@db.command("migrate")
+@_DATABASE_URL
+@click.option("--dim", type=click.IntRange(1), required=True, help="Vector dimension (384 local model, 1536 OpenAI).")
+@_fail_on_library_errors
+def db_migrate(database_url, dim):
+    """Apply the schema migrations that the database has not recorded yet."""
+    from .store.postgres import connect, migrate
+
+    if not database_url:
+        raise click.UsageError("give --database-url or set DATABASE_URL")
+    with connect(database_url) as conn:
+        applied = migrate(conn, dim)
+    click.echo(f"Applied {', '.join(applied)}." if applied else "Nothing to apply: the schema is up to date.")
+
+
+@db.command("sql")
+@click.option("--dim", type=click.IntRange(1), required=True, help="Vector dimension (384 local model, 1536 OpenAI).")
+def db_sql(dim):
+    """Print the whole schema as SQL, e.g. to paste into Supabase's SQL editor."""
+    from .store.postgres import migration_sql
+
+    for version, sql in migration_sql(dim):
+        click.echo(f"-- {version}\n{sql.strip()}\ninsert into knowledge_migrations (version) values ('{version}')"
+                   " on conflict do nothing;\n")
+
+
+@click.command()
+@click.option("--index", "index_dir", type=_PATH, required=True, help="Artifact directory (…/knowledge/v1).")
+@click.option("--database-url", envvar="KB_DATABASE_URL",
+              help="Search this database first (artifacts as fallback) and keep notes in it. Default: $KB_DATABASE_URL.")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP address to listen on.")
+@click.option("--port", type=int, default=8765, show_default=True, help="HTTP port.")
+@click.option("--notes", "notes_path", type=_PATH, default=Path(".knowledge-notes.sqlite"), show_default=True,
+              help="SQLite file for saved notes and imported documents (when no database is given).")
+@_fail_on_library_errors
+def serve(index_dir, database_url, transport, host, port, notes_path):
+    """Run the MCP server for AI tutors (stdio, or streamable HTTP at /mcp with GET /health)."""
+    from .mcp_server import serve as run
+
+    kb.KnowledgeIndex.open(index_dir)  # fail here, with the loader's message, before the transport starts
+    run(index_dir, database_url, transport, host, port, notes_path)

@@ -1,0 +1,148 @@
+"""The MCP server: the tutor's gateway to the site's knowledge and its own notes.
+
+Tools: search_knowledge, get_chunk_by_id, list_concepts (the site's chunks, database first and
+the artifacts as fallback), save_knowledge, delete_knowledge, knowledge_import, knowledge_query
+(the writable store). Over HTTP (streamable HTTP at /mcp) it also answers GET /health.
+Uses only the public API.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import knowledge_build as kb
+
+INSTRUCTIONS = (
+    "Search a Japanese mathematics teaching site. search_knowledge finds the boxes (rules, methods, "
+    "definitions, examples, tips) that answer a question and links straight to them; tell the student "
+    "what they will learn there (learns). save_knowledge / knowledge_import keep your own notes and "
+    "documents, knowledge_query searches them."
+)
+
+
+def create_server(service, notes):
+    """An MCPServer over a SearchService (site chunks) and a NoteStore (writable knowledge)."""
+    from mcp.server.mcpserver import MCPServer
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+
+    server = MCPServer("knowledge-build", instructions=INSTRUCTIONS, version=kb.__version__)
+
+    @server.tool()
+    def search_knowledge(query: str, top_k: int = 5, type: str | None = None, category: str | None = None,
+                         material: str | None = None):
+        """Find the knowledge boxes that answer a question (Japanese, kana, romaji or English).
+
+        Returns results best first with url (a link to the exact box), title, learns (what the
+        student learns there), excerpt, similarity (0-1), type (rule, method, definition, example,
+        tip), source (database or artifacts) and locations (other pages teaching the same concept).
+        Filters: type, category (e.g. equations), material (page name).
+        """
+        if not query or not query.strip():
+            return _error("query is required")
+        results = service.search(query, k=max(1, min(top_k, 50)), type=type, category=category, material=material)
+        return _ok({"results": [r.to_dict() for r in results], "total": len(results)})
+
+    @server.tool()
+    def get_chunk_by_id(id: str):
+        """The full knowledge box for an id like '二次方程式#rule-quadratic-formula' (content, learns, url…)."""
+        if not id or not id.strip():
+            return _error("id is required")
+        try:
+            return _ok(_jsonable(service.get(id)))
+        except kb.ChunkNotFound:
+            return _error("knowledge not found")
+
+    @server.tool()
+    def list_concepts(category: str | None = None, type: str | None = None):
+        """Every knowledge box (id, title, type, url, learns), optionally of one category or type."""
+        concepts = service.concepts(type=type, category=category)
+        return _ok({"concepts": concepts, "total": len(concepts)})
+
+    @server.tool()
+    def save_knowledge(content: str, title: str | None = None, tags: list[str] | None = None):
+        """Save a note of your own (searchable with knowledge_query). Title defaults to the first 30 characters."""
+        if not content or not content.strip():
+            return _error("content is required")
+        return _ok(notes.save(content, title, tags))
+
+    @server.tool()
+    def delete_knowledge(id: str):
+        """Delete a saved note, or an imported document with all its chunks, by id."""
+        if not id or not id.strip():
+            return _error("id is required")
+        try:
+            notes.delete(id)
+        except kb.KnowledgeBuildError:
+            return _error("knowledge not found")
+        return _ok({"deleted": id})
+
+    @server.tool()
+    def knowledge_import(title: str, content: str, source: str | None = None, category: str | None = None,
+                         chunk_size: int = 500, chunk_overlap: int = 50, metadata: dict | None = None):
+        """Import a document: split by paragraph, then sentence, then characters into overlapping chunks."""
+        if not title or not title.strip():
+            return _error("title is required")
+        if not content or not content.strip():
+            return _error("content is required")
+        if not 100 <= chunk_size <= 10000:
+            return _error("chunk_size must be between 100 and 10000")
+        if not 0 <= chunk_overlap < chunk_size:
+            return _error("chunk_overlap must be >= 0 and < chunk_size")
+        return _ok(notes.import_document(title, content, source or "", category or "", chunk_size, chunk_overlap,
+                                         metadata))
+
+    @server.tool()
+    def knowledge_query(query: str, top_k: int = 5, category: str | None = None, document_id: str | None = None,
+                        include_document_info: bool = True):
+        """Search your saved notes and imported documents by meaning."""
+        if not query or not query.strip():
+            return _error("query is required")
+        found = notes.search(query, top_k=max(1, min(top_k, 50)), category=category, document_id=document_id)
+        results = []
+        for item in found:
+            entry = {"chunk_id": item["id"], "content": item["content"], "similarity": item["similarity"],
+                     "title": item["title"]}
+            if include_document_info:
+                entry["document"] = notes.document(item["document_id"]) if item["document_id"] else None
+            results.append(entry)
+        return _ok({"results": results, "total": len(results)})
+
+    @server.custom_route("/health", methods=["GET"])
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "healthy", "version": kb.__version__, **service.health(),
+                             "notes": notes.backend})
+
+    return server
+
+
+def _ok(data: dict):
+    """A tool result with the data both as JSON text and as structured content."""
+    from mcp_types import CallToolResult, TextContent
+
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
+                          structured_content=data)
+
+
+def _error(message: str):
+    """A tool error whose text is exactly `message` (the SDK's ToolError would prefix it)."""
+    from mcp_types import CallToolResult, TextContent
+
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+def _jsonable(row: dict) -> dict:
+    return {k: (list(v) if isinstance(v, tuple) else v.isoformat() if hasattr(v, "isoformat") else v)
+            for k, v in row.items() if k != "embedding"}
+
+
+def serve(index_dir: Path, database_url: str | None = None, transport: str = "stdio", host: str = "127.0.0.1",
+          port: int = 8765, notes_path: Path | None = None) -> None:
+    service = kb.SearchService.open(index_dir, database_url)
+    notes = kb.NoteStore(service.index.embedder, notes_path, database_url)
+    server = create_server(service, notes)
+    if transport == "http":
+        server.run("streamable-http", host=host, port=port)
+    else:
+        server.run("stdio")

@@ -1,0 +1,199 @@
+"""The tutor's writable knowledge: saved notes and imported documents, searchable by meaning.
+
+Kept in SQLite (a local file, WAL, safe for concurrent writers) or, when a database is
+configured, in Postgres (tables `knowledge_notes` and `knowledge_documents`). Each item keeps its
+vector and its Japanese lexical tokens, and is ranked with the same fusion as the site's chunks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import KnowledgeBuildError
+from ..ranking import SearchSettings, fuse
+from ..text_ja import analyze, analyze_query, nfkc
+
+_SCHEMA = [
+    """create table if not exists knowledge_documents (
+        id text primary key, title text not null, source text not null default '', category text not null default '',
+        metadata text not null default '{}', chunks integer not null default 0, user_id text not null,
+        created_at text not null)""",
+    """create table if not exists knowledge_notes (
+        id text primary key, kind text not null, document_id text, chunk_index integer, title text not null,
+        content text not null, tags text not null default '[]', category text not null default '',
+        user_id text not null, created_at text not null, updated_at text not null,
+        embedding bytea not null, tokens text not null)""",
+]
+
+
+class NotFound(KnowledgeBuildError):
+    pass
+
+
+def split_text(text: str, chunk_size: int = 500, chunk_overlap: int = 50) -> list[str]:
+    """Windows of at most chunk_size characters. Each window ends at the last paragraph break,
+    else sentence end, in its second half, else at chunk_size; the next one starts chunk_overlap
+    characters before that end. A text with no break: ceil((len - overlap) / (size - overlap)) chunks."""
+    text = text.strip()
+    chunks, start = [], 0
+    while start < len(text):
+        end = min(start + chunk_size, len(text))
+        if end < len(text):
+            window = text[start:end]
+            half = len(window) // 2
+            cut = max(window.rfind("\n\n"), -1)
+            if cut < half:
+                cut = max((m.end() for m in re.finditer(r"[。！？.!?](?=\s|[^\s])", window)), default=-1)
+            if cut >= half:
+                end = start + cut
+        chunks.append(text[start:end].strip())
+        if end >= len(text):
+            break
+        start = max(end - chunk_overlap, start + 1)
+    return [c for c in chunks if c]
+
+
+class NoteStore:
+    def __init__(self, embedder, path: Path | None = None, database_url: str | None = None):
+        self.embedder = embedder
+        self._lock = threading.Lock()
+        self.settings = SearchSettings()
+        if database_url:
+            from .postgres import connect
+
+            self._conn = connect(database_url)
+            self._conn.autocommit = True
+            self._mark = "%s"
+            self.backend = "postgres"
+        else:
+            path = Path(path or ".knowledge-notes.sqlite")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
+            self._conn.execute("pragma journal_mode=wal")
+            self._mark = "?"
+            self.backend = "sqlite"
+        for statement in _SCHEMA:
+            self._sql(statement if self.backend == "postgres" else statement.replace("bytea", "blob"))
+
+    def _sql(self, sql: str, params=()):
+        with self._lock:
+            return self._conn.execute(sql.replace("?", self._mark), params)
+
+    # --- writes ------------------------------------------------------------------------
+
+    def save(self, content: str, title: str | None = None, tags=None, user_id: str = "anonymous") -> dict:
+        item = self._item("note", content, title or content.strip()[:30], tags=tags or [], user_id=user_id)
+        self._insert([item])
+        return _public(item)
+
+    def delete(self, item_id: str) -> None:
+        rows = self._sql("select id from knowledge_notes where id = ? or document_id = ?", (item_id, item_id)).fetchall()
+        if not rows:
+            raise NotFound("knowledge not found")
+        self._sql("delete from knowledge_notes where id = ? or document_id = ?", (item_id, item_id))
+        self._sql("delete from knowledge_documents where id = ?", (item_id,))
+
+    def import_document(self, title: str, content: str, source: str = "", category: str = "", chunk_size: int = 500,
+                        chunk_overlap: int = 50, metadata: dict | None = None, user_id: str = "anonymous") -> dict:
+        document_id = "doc-" + uuid.uuid4().hex[:16]
+        pieces = split_text(content, chunk_size, chunk_overlap)
+        items = [self._item("chunk", piece, f"{title} ({i + 1})", category=category, document_id=document_id,
+                            chunk_index=i, user_id=user_id) for i, piece in enumerate(pieces)]
+        created = items[0]["created_at"] if items else _now()
+        self._sql("insert into knowledge_documents (id, title, source, category, metadata, chunks, user_id, created_at)"
+                  " values (?, ?, ?, ?, ?, ?, ?, ?)", (document_id, title, source, category,
+                                                       json.dumps(metadata or {}, ensure_ascii=False), len(items),
+                                                       user_id, created))
+        self._insert(items)
+        return {"document_id": document_id, "title": title, "chunks_created": len(items), "created_at": created}
+
+    def _item(self, kind, content, title, tags=(), category="", document_id=None, chunk_index=None, user_id="anonymous"):
+        now = _now()
+        return {"id": ("note-" if kind == "note" else "chunk-") + uuid.uuid4().hex[:16], "kind": kind,
+                "document_id": document_id, "chunk_index": chunk_index, "title": title, "content": content,
+                "tags": list(tags), "category": category, "user_id": user_id, "created_at": now, "updated_at": now}
+
+    def _insert(self, items: list[dict]) -> None:
+        if not items:
+            return
+        vectors = self.embedder.embed_documents([f"{i['title']}\n{i['content']}" for i in items])
+        rows = [(i["id"], i["kind"], i["document_id"], i["chunk_index"], i["title"], i["content"],
+                 json.dumps(i["tags"], ensure_ascii=False), i["category"], i["user_id"], i["created_at"],
+                 i["updated_at"], np.asarray(v, dtype=np.float32).tobytes(),
+                 json.dumps(analyze(f"{i['title']}\n{i['content']}"), ensure_ascii=False))
+                for i, v in zip(items, vectors)]
+        sql = ("insert into knowledge_notes (id, kind, document_id, chunk_index, title, content, tags, category, user_id,"
+               " created_at, updated_at, embedding, tokens) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        with self._lock:
+            cursor = self._conn.cursor()
+            cursor.executemany(sql.replace("?", self._mark), rows)
+
+    # --- reads -------------------------------------------------------------------------
+
+    def search(self, query: str, top_k: int = 5, kind: str | None = None, category: str | None = None,
+               document_id: str | None = None) -> list[dict]:
+        where, params = ["1 = 1"], []
+        for column, value in (("kind", kind), ("category", category), ("document_id", document_id)):
+            if value:
+                where.append(f"{column} = ?")
+                params.append(value)
+        rows = self._sql("select id, kind, document_id, chunk_index, title, content, tags, category, user_id, created_at,"
+                         f" updated_at, embedding, tokens from knowledge_notes where {' and '.join(where)}",
+                         params).fetchall()
+        if not rows or not query.strip():
+            return []
+        qvec = self.embedder.embed_query(nfkc(query))
+        matrix = np.stack([np.frombuffer(bytes(r[11]), dtype=np.float32) for r in rows])
+        cosine = matrix @ qvec
+        dense = {i: float(cosine[i]) for i in np.argsort(-cosine)[: self.settings.candidates]}
+        fused = fuse({"dense": dense, "lexical": _bm25_scores(query, [json.loads(r[12]) for r in rows], self.settings)},
+                     self.settings)
+        ordered = sorted(fused, key=lambda i: (-fused[i], rows[i][0]))[:top_k]
+        return [{**_row(rows[i]), "similarity": round(float(np.clip(cosine[i], 0, 1)), 6),
+                 "score": round(fused[i], 6)} for i in ordered]
+
+    def document(self, document_id: str) -> dict | None:
+        row = self._sql("select id, title, source, category, metadata, chunks, created_at from knowledge_documents"
+                        " where id = ?", (document_id,)).fetchone()
+        if row is None:
+            return None
+        return {"id": row[0], "title": row[1], "source": row[2], "category": row[3], "metadata": json.loads(row[4]),
+                "chunks": row[5], "created_at": row[6]}
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _bm25_scores(query: str, docs: list[dict], settings: SearchSettings) -> dict[int, float]:
+    import bm25s
+
+    total = np.zeros(len(docs), dtype=np.float32)
+    for name, tokens in analyze_query(query).items():
+        model = bm25s.BM25()
+        model.index([d.get(name) or [""] for d in docs], show_progress=False)
+        known = [t for t in tokens if t in model.vocab_dict]
+        if known:
+            total += settings.field_weights.get(name, 0.0) * model.get_scores(known)
+    return {i: float(s) for i, s in enumerate(total) if s > 0}
+
+
+def _row(r) -> dict:
+    return {"id": r[0], "kind": r[1], "document_id": r[2], "chunk_index": r[3], "title": r[4], "content": r[5],
+            "tags": json.loads(r[6]), "category": r[7], "user_id": r[8], "created_at": r[9], "updated_at": r[10]}
+
+
+def _public(item: dict) -> dict:
+    return {k: item[k] for k in ("id", "title", "content", "tags", "user_id", "created_at", "updated_at")}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
