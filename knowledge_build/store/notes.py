@@ -82,6 +82,10 @@ class NoteStore:
             self.backend = "sqlite"
         for statement in _SCHEMA:
             self._sql(statement if self.backend == "postgres" else statement.replace("bytea", "blob"))
+        if self.backend == "postgres":
+            # Notes are the tutor's own: no policy, so Supabase's anon/authenticated roles see nothing.
+            for table in ("knowledge_notes", "knowledge_documents"):
+                self._sql(f"alter table {table} enable row level security")
 
     def _sql(self, sql: str, params=()):
         with self._lock:
