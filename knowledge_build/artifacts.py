@@ -102,6 +102,23 @@ def write_artifacts(artifacts: ArtifactSet, out_dir: Path) -> Path:
     return out_dir
 
 
+def write_latest(out_dir: Path, artifacts: ArtifactSet) -> Path | None:
+    """Beside a `v<schema>` directory, `latest.json` names the current build and schema version,
+    so a tutor can follow the latest set or pin one schema. Written atomically."""
+    out_dir = Path(out_dir)
+    if out_dir.name != f"v{SCHEMA_VERSION}":
+        return None
+    latest = out_dir.parent / "latest.json"
+    data = dumps({"schema_version": SCHEMA_VERSION, "build_id": artifacts.build_id, "path": f"{out_dir.name}/",
+                  "manifest": f"{out_dir.name}/{MANIFEST}"})
+    fd, temp = tempfile.mkstemp(prefix=".latest.", dir=out_dir.parent)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.chmod(temp, 0o644)
+    os.replace(temp, latest)
+    return latest
+
+
 def _swap_in(staging: Path, target: Path) -> None:
     if not target.exists():
         os.rename(staging, target)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .artifacts import ArtifactSet, assemble, write_artifacts
+from .artifacts import ArtifactSet, assemble, write_artifacts, write_latest
 from .chunks import Chunk, make_chunks
 from .config import Config
 from .diagnostics import Diagnostic, has_errors
@@ -71,6 +71,7 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
                          {"url": site.url, "baseurl": site.baseurl})
     output = Path(config.output) if config.output else site.default_index_dir
     write_artifacts(artifacts, output)
+    write_latest(output, artifacts)
     return BuildResult(output, artifacts, chunks, extraction.diagnostics, stats,
                        time.perf_counter() - started)
 

@@ -119,4 +119,10 @@ def test_a_failed_build_leaves_the_previous_set_untouched(built, site_dir):
     with pytest.raises(RuntimeError, match="model crashed"):
         build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}), embedder=Exploding())
     assert {p.name: p.read_bytes() for p in built.output.iterdir()} == before
-    assert [p.name for p in built.output.parent.iterdir()] == ["v1"]
+    assert sorted(p.name for p in built.output.parent.iterdir()) == ["latest.json", "v1"]
+
+
+def test_latest_json_names_the_current_build_and_schema(built):
+    latest = json.loads((built.output.parent / "latest.json").read_text(encoding="utf-8"))
+    assert latest == {"schema_version": 1, "build_id": built.artifacts.build_id, "path": "v1/",
+                      "manifest": "v1/manifest.json"}

@@ -1,13 +1,15 @@
 """A real `jekyll build` of site/: the built _site indexes to the same chunks as the source."""
 
+import json
+import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
-from knowledge_build import build, extract, load_config
+from knowledge_build import extract, load_config
 
-from .conftest import FakeEmbedder
 
 
 @pytest.fixture(scope="module")
@@ -18,8 +20,16 @@ def built_site(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("jekyll") / "site"
     shutil.copytree(SITE, root, ignore=shutil.ignore_patterns("_site", ".jekyll-cache"))
-    subprocess.run(["jekyll", "build", "--quiet"], cwd=root, check=True, capture_output=True, timeout=300)
+    _jekyll(root, tmp_path_factory.mktemp("cache"))
     return root
+
+
+def _jekyll(root, cache, check=True):
+    """A real `jekyll build`; the plugin runs this checkout's knowledge-build."""
+    env = {**os.environ, "KNOWLEDGE_BUILD_COMMAND": f"{sys.executable} -m knowledge_build.cli",
+           "KB_CACHE_DIR": str(cache)}
+    return subprocess.run(["jekyll", "build"], cwd=root, check=check, capture_output=True, text=True, timeout=600,
+                          env=env)
 
 
 def _comparable(chunks):
@@ -34,8 +44,27 @@ def test_built_site_yields_the_same_chunks_as_the_source(built_site):
     assert not [d for d in from_built.diagnostics if d.severity == "error"]
 
 
-def test_artifacts_built_from_source_survive_a_later_jekyll_build(built_site):
-    result = build(load_config(site=built_site, env={}), embedder=FakeEmbedder())
-    subprocess.run(["jekyll", "build", "--quiet"], cwd=built_site, check=True, capture_output=True, timeout=300)
-    assert (result.output / "manifest.json").is_file()
-    assert (built_site / "_site" / "junior" / "二次方程式.html").is_file()
+def test_jekyll_build_runs_the_plugin_and_publishes_versioned_artifacts(built_site):
+    knowledge = built_site / "_site" / "knowledge"
+    manifest = json.loads((knowledge / "v1" / "manifest.json").read_text(encoding="utf-8"))
+    latest = json.loads((knowledge / "latest.json").read_text(encoding="utf-8"))
+    assert manifest["counts"]["chunks"] == 121 and manifest["embedder"]["provider"] == "local"
+    assert latest["build_id"] == manifest["build_id"] and latest["schema_version"] == 1
+
+
+def test_a_failing_index_fails_jekyll_with_the_tools_message_or_warns(built_site, tmp_path):
+    root = tmp_path / "broken"
+    shutil.copytree(built_site, root, ignore=shutil.ignore_patterns("_site", ".jekyll-cache"))
+    page = root / "junior" / "移項.html"
+    page.write_text("---\ntitle: 壊れた\n---\n<div class=\"rule-box\" id=\"rule-a\"><b>A</b>x</div>"
+                    "<div class=\"rule-box\" id=\"rule-a\"><b>B</b>y</div>", encoding="utf-8")
+    failed = _jekyll(root, tmp_path / "cache", check=False)
+    assert failed.returncode != 0
+    assert "knowledge-build failed" in failed.stderr + failed.stdout
+    assert "[duplicate-id] id 'rule-a' is used twice" in failed.stderr + failed.stdout
+    config = root / "_config.yml"
+    config.write_text(config.read_text(encoding="utf-8").replace("fail_on_error: true", "fail_on_error: false"),
+                      encoding="utf-8")
+    warned = _jekyll(root, tmp_path / "cache", check=False)
+    assert warned.returncode == 0 and "knowledge-build failed" in warned.stderr + warned.stdout
+    assert (root / "_site" / "junior" / "二次方程式.html").is_file()
