@@ -7,7 +7,7 @@ INDEX  ?= $(SITE)/_site/knowledge/v1
 QUERY  ?= 二次方程式を公式で解きたい
 SHARED ?= ../shared
 
-.PHONY: index test install install-test jekyll bench clean
+.PHONY: index test install install-test jekyll check eval bench serve report clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,9 +39,26 @@ index: install
 test: install-test
 	KB_SHARED_DIR=$(abspath $(SHARED)) $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
+check: install
+	$(BIN)/knowledge-build check --site $(SITE)
+
+eval: install
+	$(BIN)/knowledge-build eval --index $(INDEX) --dataset data/eval/site_queries.jsonl \
+		--baseline data/eval/site_baseline.json --fail-on-regression --output-dir reports/eval
+
+serve: install
+	$(BIN)/pip install --quiet -e '.[mcp]'
+	$(BIN)/knowledge-build serve --index $(INDEX) --transport http
+
+report: install
+	$(BIN)/knowledge-build report --site $(SITE) --out reports/coverage.html
+
 bench: install
 	$(BIN)/python bench/bench_build.py $(SHARED)/corpus/school_asset
 	$(BIN)/python bench/bench_ids.py $(SHARED)/corpus/school_asset
+	$(BIN)/python bench/bench_service.py $(SHARED)/corpus/school_asset
+	$(BIN)/python bench/ablation.py $(SHARED)/corpus/school_asset $(SHARED)/eval/dev_queries.jsonl
+	$(BIN)/python bench/bench_jsquad.py $(SHARED)/corpus/jsquad/valid-v1.3.json
 
 clean:
-	rm -rf $(SITE)/_site $(SITE)/.jekyll-cache .pytest_cache
+	rm -rf $(SITE)/_site $(SITE)/.jekyll-cache .pytest_cache reports

@@ -297,6 +297,29 @@ def convert_squad_command(source, output, limit):
                f"--index {result.site}/_site/knowledge/v1 --dataset {result.queries}")
 
 
+@main.command()
+@_SITE_OPTION
+@click.option("--index", "index_dir", type=_PATH, help="Artifact directory. Default: <site output>/knowledge/v1.")
+@click.option("--out", type=_PATH, default=Path("reports/coverage.html"), show_default=True, help="HTML file to write.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_fail_on_library_errors
+def report(site, index_dir, out, fmt):
+    """Write the content coverage report: per page, anchored boxes by type, boxes without ids,
+    heuristic learns and findings, with the index's version and embedder."""
+    from .report import coverage, render_html
+
+    data = coverage(kb.load_config(site=site), index_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_html(data), encoding="utf-8")
+    if fmt == "json":
+        click.echo(json.dumps({**data["totals"], "out": str(out)}, ensure_ascii=False, indent=2))
+        return
+    t = data["totals"]
+    click.echo(f"{t['pages']} pages: {t['anchored']} anchored boxes, {t['unanchored']} without id, "
+               f"{t['pages_without_knowledge_anchors']} pages without rule/method/def/tip anchors, "
+               f"{t['heuristic_learns']} chunks with heuristic learns. Wrote {out}.")
+
+
 from .cli_store import db, publish, serve  # noqa: E402
 
 for _command in (publish, db, serve):

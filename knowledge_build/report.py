@@ -1,0 +1,77 @@
+"""The content coverage report: which pages are well indexed, and what to fix first.
+
+Data first (`coverage`), then HTML rendered with jinja2 from the package's template.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from .config import Config
+from .errors import ArtifactError
+from .lint import check_site, display_path
+
+TYPES = ("rule", "method", "definition", "tip", "example")
+
+
+def coverage(config: Config, index_dir: Path | None = None) -> dict:
+    result = check_site(config)
+    from .pipeline import extract
+
+    extraction = extract(config)
+    findings = Counter((d.path, d.severity) for d in result.diagnostics)
+    chunks_by_material: dict[str, list] = {}
+    for chunk in extraction.chunks:
+        chunks_by_material.setdefault(chunk.material, []).append(chunk)
+    rows = []
+    for page in extraction.pages:
+        if not page.elements and not page.unanchored:
+            continue
+        chunks = chunks_by_material.get(page.material, [])
+        types = Counter(c.type for c in chunks)
+        anchored = len(page.elements)
+        rows.append({
+            "material": page.material, "path": page.rel, "title": page.title,
+            "level": str(page.front_matter.get("level") or ""), "category": str(page.front_matter.get("category") or ""),
+            **{t: types.get(t, 0) for t in TYPES},
+            "anchored": anchored, "unanchored": len(page.unanchored),
+            "knowledge_anchors": sum(types.get(t, 0) for t in TYPES if t != "example"),
+            "heuristic_learns": sum(c.learns_source == "heuristic" for c in chunks if c.type != "example"),
+            "coverage": round(100 * anchored / (anchored + len(page.unanchored))) if anchored + len(page.unanchored) else 100,
+            "errors": findings[(str(page.path), "error")], "warnings": findings[(str(page.path), "warning")],
+        })
+    rows.sort(key=lambda r: (r["coverage"], r["path"]))
+    return {
+        "site": str(extraction.site.root), "rows": rows,
+        "totals": {
+            "pages": len(rows), "anchored": sum(r["anchored"] for r in rows),
+            "unanchored": sum(r["unanchored"] for r in rows),
+            "pages_without_knowledge_anchors": sum(r["knowledge_anchors"] == 0 for r in rows),
+            **{t: sum(r[t] for r in rows) for t in TYPES},
+            "heuristic_learns": sum(r["heuristic_learns"] for r in rows),
+            "errors": result.count("error"), "warnings": result.count("warning"),
+        },
+        "findings": [{**d.to_dict(), "path": display_path(d.path)} for d in result.diagnostics if d.severity != "info"],
+        "index": _index_info(Path(index_dir or config.output or extraction.site.default_index_dir)),
+    }
+
+
+def _index_info(index_dir: Path) -> dict | None:
+    from .artifacts import read_artifacts
+
+    try:
+        manifest = read_artifacts(index_dir).manifest
+    except ArtifactError as exc:
+        return {"path": str(index_dir), "problem": str(exc)}
+    return {"path": str(index_dir), "build_id": manifest["build_id"], "schema_version": manifest["schema_version"],
+            "embedder": f"{manifest['embedder']['provider']}:{manifest['embedder']['model']} "
+                        f"({manifest['embedder']['dim']} dims)", "chunks": manifest["counts"]["chunks"]}
+
+
+def render_html(data: dict) -> str:
+    import jinja2
+
+    environment = jinja2.Environment(loader=jinja2.PackageLoader("knowledge_build", "templates"),
+                                     autoescape=jinja2.select_autoescape(["html", "j2"]))
+    return environment.get_template("report.html.j2").render(**data, types=TYPES)
