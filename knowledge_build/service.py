@@ -63,7 +63,6 @@ class SearchService:
         self.breaker = breaker or CircuitBreaker()
         self._conn = None
         self._lock = threading.Lock()
-        self.last_source = "artifacts"
 
     @classmethod
     def open(cls, index_dir, database_url: str | None = None, **options) -> "SearchService":
@@ -82,7 +81,6 @@ class SearchService:
         if mode != "lexical":
             dense = self._with_database("search", lambda conn: self._dense_rows(conn, qvec, filters))
         source = "database" if dense is not None else "artifacts"
-        self.last_source = source
         return self.index.rank(query, qvec, k, filters, mode, min_similarity, dense, source)
 
     def get(self, chunk_id: str) -> dict:
@@ -103,7 +101,9 @@ class SearchService:
         return [_concept(c) for c in self.index.concepts(type=type, category=category)]
 
     def health(self) -> dict:
-        return {"backend": self.last_source if self.database_url else "artifacts",
+        """Which backend answers now: the database while its breaker is closed, else the artifacts."""
+        live = "database" if self.database_url and self.breaker.state == "closed" else "artifacts"
+        return {"backend": live,
                 "database_configured": bool(self.database_url), "breaker": self.breaker.state,
                 "build_id": self.index.build_id, "chunks": len(self.index)}
 

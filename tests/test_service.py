@@ -84,3 +84,12 @@ def _wait_until_gone(data: Path) -> None:
         except ProcessLookupError:
             return
         time.sleep(0.05)
+
+
+def test_health_names_the_live_backend(real_index_dir):
+    index = KnowledgeIndex.open(real_index_dir)
+    assert SearchService(index).health()["backend"] == "artifacts"
+    service = SearchService(index, "postgresql://nobody@127.0.0.1:1/none", connect_timeout=1)
+    assert service.health()["backend"] == "database"
+    assert service.search("たすきがけ")[0].source == "artifacts"
+    assert service.health()["backend"] == "artifacts" and service.health()["breaker"] == "open"
