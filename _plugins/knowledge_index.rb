@@ -38,7 +38,8 @@ module KnowledgeBuild
     end
 
     def command_for(site, config)
-      words = Shellwords.split(ENV.fetch("KNOWLEDGE_BUILD_COMMAND", config.fetch("command", "knowledge-build")))
+      override = ENV.fetch("KNOWLEDGE_BUILD_COMMAND", "").strip
+      words = Shellwords.split(override.empty? ? config.fetch("command", "knowledge-build").to_s : override)
       first = words.first
       if first.include?("/") && !File.absolute_path?(first)
         words[0] = File.expand_path(first, site.source)
