@@ -27,6 +27,7 @@ class CheckResult:
     diagnostics: list[Diagnostic]
     plans: list[PagePlan] = field(default_factory=list)
     pages: int = 0
+    extraction: Extraction | None = None
 
     def count(self, severity: str) -> int:
         return sum(d.severity == severity for d in self.diagnostics)
@@ -48,7 +49,7 @@ def check_site(config: Config) -> CheckResult:
         diagnostics += _links(page, tags[page.path], extraction, by_url, tags)
         diagnostics += _toc(page, tags[page.path])
     diagnostics.sort(key=lambda d: (d.path, d.line, d.col, d.rule))
-    return CheckResult(diagnostics, plans, len(extraction.pages))
+    return CheckResult(diagnostics, plans, len(extraction.pages), extraction)
 
 
 def _unreadable(page: Page) -> bool:

@@ -17,9 +17,7 @@ TYPES = ("rule", "method", "definition", "tip", "example")
 
 def coverage(config: Config, index_dir: Path | None = None) -> dict:
     result = check_site(config)
-    from .pipeline import extract
-
-    extraction = extract(config)
+    extraction = result.extraction
     findings = Counter((d.path, d.severity) for d in result.diagnostics)
     chunks_by_material: dict[str, list] = {}
     for chunk in extraction.chunks:

@@ -55,7 +55,7 @@ class KnowledgeIndex:
         self._index = index
         self._embedder = embedder
         self._by_id = {c.id: i for i, c in enumerate(chunks)}
-        self._bm25 = {name: _bm25(docs) for name, docs in lexical["fields"].items()} if chunks else {}
+        self._bm25 = bm25_models(lexical["fields"]) if chunks else {}
         self._concepts: dict[str, list[int]] = {}
         for row, chunk in enumerate(chunks):
             key = concept_key(chunk.title)
@@ -167,12 +167,7 @@ class KnowledgeIndex:
         settings = self.settings
         english = _english_terms() if settings.expand_english else {}
         fields = analyze_query(query, english, romaji=settings.expand_romaji)
-        scores = np.zeros(len(self.chunks), dtype=np.float32)
-        for name, query_tokens in fields.items():
-            model, weight = self._bm25.get(name), settings.field_weights.get(name, 0.0)
-            known = [t for t in query_tokens if model is not None and t in model.vocab_dict]
-            if known and weight:
-                scores += weight * model.get_scores(known)
+        scores = field_scores(self._bm25, fields, settings.field_weights, len(self.chunks))
         if allowed is not None:
             scores = np.where(allowed, scores, 0.0)
         n = min(settings.candidates, len(scores))
@@ -206,6 +201,21 @@ def _english_terms() -> dict[str, str]:
 
 def _matches(chunk: Chunk, **filters) -> bool:
     return all(value is None or getattr(chunk, name) == value for name, value in filters.items())
+
+
+def field_scores(models: dict, fields: dict[str, list[str]], weights: dict[str, float], size: int) -> np.ndarray:
+    """The weighted sum over fields of each field's BM25 scores for the query's tokens."""
+    scores = np.zeros(size, dtype=np.float32)
+    for name, query_tokens in fields.items():
+        model, weight = models.get(name), weights.get(name, 0.0)
+        known = [t for t in query_tokens if model is not None and t in model.vocab_dict]
+        if known and weight:
+            scores += weight * model.get_scores(known)
+    return scores
+
+
+def bm25_models(fields: dict[str, list[list[str]]]) -> dict:
+    return {name: _bm25(docs) for name, docs in fields.items()}
 
 
 def _bm25(docs: list[list[str]]):

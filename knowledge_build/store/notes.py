@@ -177,15 +177,10 @@ class NoteStore:
 
 
 def _bm25_scores(query: str, docs: list[dict], settings: SearchSettings) -> dict[int, float]:
-    import bm25s
+    from ..search import bm25_models, field_scores
 
-    total = np.zeros(len(docs), dtype=np.float32)
-    for name, tokens in analyze_query(query).items():
-        model = bm25s.BM25()
-        model.index([d.get(name) or [""] for d in docs], show_progress=False)
-        known = [t for t in tokens if t in model.vocab_dict]
-        if known:
-            total += settings.field_weights.get(name, 0.0) * model.get_scores(known)
+    models = bm25_models({name: [d.get(name) or [] for d in docs] for name in settings.field_weights})
+    total = field_scores(models, analyze_query(query), settings.field_weights, len(docs))
     return {i: float(s) for i, s in enumerate(total) if s > 0}
 
 

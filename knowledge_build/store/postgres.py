@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..artifacts import CHUNKS, decode, read_artifacts
+from ..artifacts import decode, read_artifacts
 from ..errors import KnowledgeBuildError
 
 DIM_TOKEN = "__DIM__"
@@ -119,7 +119,6 @@ def load_publishable(index_dir: Path):
     artifacts = read_artifacts(index_dir)
     chunks, index, _ = decode(artifacts, index_dir)
     vectors = index.reconstruct_n(0, index.ntotal) if index.ntotal else np.zeros((0, index.d), np.float32)
-    json.loads(artifacts.files[CHUNKS])  # decoded above; kept for the error path of a broken file
     return artifacts.manifest, chunks, vectors
 
 
