@@ -7,6 +7,7 @@ that need them, so `--help` stays fast.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -25,22 +26,42 @@ def main():
     Scans the site's HTML for anchored knowledge boxes (rule-, method-, def-, tip-, ex-
     ids), turns each into a chunk, embeds it and writes versioned search artifacts.
     """
+    _log_to_stderr()
+
+
+class _ClickHandler(logging.Handler):
+    """The library's warnings (fallbacks, cost estimates) on stderr, resolved at each message."""
+
+    def emit(self, record):
+        click.echo(self.format(record), err=True)
+
+
+def _log_to_stderr() -> None:
+    logger = logging.getLogger("knowledge_build")
+    if not any(isinstance(h, _ClickHandler) for h in logger.handlers):
+        logger.addHandler(_ClickHandler(logging.WARNING))
 
 
 @main.command()
 @click.option("--site", type=_PATH, help="Jekyll source directory (with _config.yml) or a built _site directory.")
 @click.option("--output", type=_PATH, help="Artifact directory. Default: <site output>/knowledge/v1.")
 @click.option("--baseurl", help="URL prefix of the site. Default: baseurl in _config.yml.")
-@click.option("--embedder", type=click.Choice(["local"]), help="Embedding provider. Default: local.")
+@click.option("--embedder", type=click.Choice(["local", "openai", "openai-compatible"]),
+              help="Embedding provider. Default: local.")
+@click.option("--embedding-model", help="openai: model name (default text-embedding-3-small).")
+@click.option("--embedding-dimensions", type=int, help="openai: vector size to ask for (default: the model's).")
+@click.option("--base-url", help="openai-compatible: the server's URL, e.g. http://127.0.0.1:8000/v1.")
 @click.option("--batch-size", type=int, help="Passages per model call. Default: 16.")
 @click.option("--cache-dir", type=_PATH, help="Where embedded vectors are cached. Default: ~/.cache/knowledge-build.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-v", "--verbose", is_flag=True, help="Also print informational diagnostics.")
 @_fail_on_library_errors
-def build(site, output, baseurl, embedder, batch_size, cache_dir, fmt, verbose):
+def build(site, output, baseurl, embedder, embedding_model, embedding_dimensions, base_url, batch_size, cache_dir,
+          fmt, verbose):
     """Scan the site, embed new or changed chunks, and write the artifact set."""
     config = kb.load_config(site=site, output=output, baseurl=baseurl, embedder=embedder,
-                            batch_size=batch_size, cache_dir=cache_dir)
+                            embedding_model=embedding_model, embedding_dimensions=embedding_dimensions,
+                            base_url=base_url, batch_size=batch_size, cache_dir=cache_dir)
     result = kb.build(config, progress=fmt == "text" and sys.stderr.isatty())
     _print_diagnostics(result.diagnostics, verbose)
     summary = _build_summary(result)

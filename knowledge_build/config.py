@@ -15,7 +15,7 @@ import yaml
 from .errors import ConfigError
 
 DEFAULT_BOX_CLASSES = ("rule-box", "method-box", "def-box", "tip-box", "example-box")
-EMBEDDERS = ("local",)
+EMBEDDERS = ("local", "openai", "openai-compatible")
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,9 @@ class Config:
     output: Path | None = None  # default: <site output>/knowledge/v1
     baseurl: str | None = None  # default: from _config.yml
     embedder: str = "local"
+    embedding_model: str | None = None  # openai: text-embedding-3-small by default
+    embedding_dimensions: int | None = None
+    base_url: str | None = None  # an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1
     batch_size: int = 16
     cache_dir: Path = field(default_factory=lambda: _default_cache_dir())
     box_classes: tuple[str, ...] = DEFAULT_BOX_CLASSES
@@ -52,6 +55,9 @@ _ENV = {
     "KB_BATCH_SIZE": "batch_size",
     "KB_CACHE_DIR": "cache_dir",
     "KB_GLOSSARY": "glossary",
+    "KB_EMBEDDING_MODEL": "embedding_model",
+    "KB_EMBEDDING_DIMENSIONS": "embedding_dimensions",
+    "KB_BASE_URL": "base_url",
 }
 _PATHS = ("site", "output", "cache_dir", "glossary")
 _SEVERITIES = ("error", "warning", "off")
@@ -128,6 +134,11 @@ def _coerce_one(key: str, value, origin: str):
         if value not in _SEVERITIES:
             raise ConfigError(f"{origin}: {key} must be one of {', '.join(_SEVERITIES)}, got {value!r}.")
         return value
+    if key == "embedding_dimensions":
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{origin}: embedding_dimensions must be an integer, got {value!r}.") from None
     if key == "batch_size":
         try:
             number = int(value)

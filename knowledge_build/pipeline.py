@@ -64,7 +64,9 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
     if has_errors(extraction.diagnostics):
         raise BuildFailed(extraction.diagnostics)
     chunks = extraction.chunks
-    embedder = embedder or get_embedder(config.embedder, batch_size=config.batch_size)
+    embedder = embedder or get_embedder(config.embedder, model=config.embedding_model,
+                                        dimensions=config.embedding_dimensions, base_url=config.base_url,
+                                        batch_size=config.batch_size)
     vectors, stats = embed_chunks(chunks, embedder, config, progress)
     site = extraction.site
     artifacts = assemble(chunks, vectors, lexical_fields(chunks), ANALYZER, describe(embedder),

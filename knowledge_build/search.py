@@ -74,7 +74,7 @@ class KnowledgeIndex:
                 f"artifact set '{path}' has lexical tokens from analyzer {lexical.get('analyzer')!r}; this "
                 f"version reads {ANALYZER!r}. Rebuild it with 'knowledge-build build'.")
         if embedder is None:
-            embedder = get_embedder(built_with["provider"])
+            embedder = get_embedder(built_with["provider"], model=built_with["model"], known_dim=built_with["dim"])
         if describe(embedder) != built_with:
             raise EmbedderMismatch(path, embedder_key(built_with), embedder_key(describe(embedder)))
         chunks = [Chunk.from_dict(c) for c in raw_chunks]

@@ -33,8 +33,8 @@ def test_unknown_setting_names_the_known_ones(tmp_path):
 def test_bad_values_say_what_is_expected(tmp_path):
     with pytest.raises(ConfigError, match="batch_size must be a positive integer"):
         load_config(cwd=tmp_path, env={"KB_BATCH_SIZE": "zero"})
-    with pytest.raises(ConfigError, match="unknown embedder 'openai'. Choose one of: local"):
-        load_config(cwd=tmp_path, env={"KB_EMBEDDER": "openai"})
+    with pytest.raises(ConfigError, match="unknown embedder 'cohere'. Choose one of: local, openai, openai-compatible"):
+        load_config(cwd=tmp_path, env={"KB_EMBEDDER": "cohere"})
 
 
 def test_box_classes_accept_a_comma_list(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Protocol, Sequence
 
 import numpy as np
@@ -39,12 +40,26 @@ def embedder_key(info: dict) -> str:
     return f"{info['provider']}:{info['model']}:{info['dim']}"
 
 
-def get_embedder(name: str = "local", **options) -> Embedder:
+PROVIDERS = ("local", "openai", "openai-compatible")
+
+
+def get_embedder(name: str = "local", model: str | None = None, dimensions: int | None = None,
+                 base_url: str | None = None, batch_size: int = 16, known_dim: int | None = None) -> Embedder:
+    """An embedder by provider name. openai-compatible needs a base_url (or KB_BASE_URL)."""
     if name == "local":
         from .local import LocalEmbedder
 
-        return LocalEmbedder(**options)
-    raise EmbedderUnavailable(f"unknown embedder {name!r}. Available: local.")
+        return LocalEmbedder(batch_size=batch_size)
+    if name in ("openai", "openai-compatible"):
+        from .openai import OpenAIEmbedder
+
+        base_url = base_url or os.environ.get("KB_BASE_URL") or None
+        if name == "openai-compatible" and not base_url:
+            raise EmbedderUnavailable("the openai-compatible embedder needs the server's URL: pass --base-url "
+                                      "or set KB_BASE_URL (e.g. http://127.0.0.1:8000/v1).")
+        return OpenAIEmbedder(model=model, dimensions=dimensions, base_url=base_url if name != "openai" else None,
+                              known_dim=known_dim)
+    raise EmbedderUnavailable(f"unknown embedder {name!r}. Available: {', '.join(PROVIDERS)}.")
 
 
 __all__ = ["Embedder", "describe", "embedder_key", "get_embedder"]

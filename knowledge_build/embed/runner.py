@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import describe, embedder_key
 from .cache import VectorCache
+
+log = logging.getLogger("knowledge_build.embed")
 
 
 @dataclass
@@ -25,6 +28,10 @@ def embed_with_cache(embedder, texts_by_hash: dict[str, str], cache: VectorCache
     stats.cached = len(vectors)
     # Length-sorted batches: similar lengths pad least (see docs/benchmarks.md).
     todo = sorted((h for h in texts_by_hash if h not in vectors), key=lambda h: (len(texts_by_hash[h]), h))
+    if todo and hasattr(embedder, "cost_estimate"):
+        tokens, dollars = embedder.cost_estimate([texts_by_hash[h] for h in todo])
+        price = f", about ${dollars:.4f}" if dollars is not None else ""
+        log.warning("embedding %d chunks with %s: about %d tokens%s", len(todo), embedder.name, tokens, price)
     bar = _progress(len(todo), progress)
     for start in range(0, len(todo), batch_size):
         batch = todo[start:start + batch_size]
