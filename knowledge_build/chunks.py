@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 
 from .diagnostics import Diagnostic
+from .learns_gen import source_hash
 from .scan import KnowledgeElement, Page
 from .site import Site
 
@@ -149,6 +150,9 @@ def resolve_learns(site: Site, page: Page, element: KnowledgeElement) -> tuple[t
         items = tuple(x.strip() for x in element.learns_attribute.split("|") if x.strip())
         if items:
             return items, "attribute"
+    generated = (site.generated_learns.get(page.material) or {}).get(element.id) or {}
+    if generated.get("source_hash") == source_hash(element.title, element.text) and generated.get("learns"):
+        return tuple(generated["learns"]), "generated"
     return heuristic_learns(element), "heuristic"
 
 

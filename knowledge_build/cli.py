@@ -341,6 +341,42 @@ def report(site, index_dir, out, fmt):
                f"{t['heuristic_learns']} chunks with heuristic learns. Wrote {out}.")
 
 
+@main.group()
+def learns():
+    """Generated learns: what a student learns at each box, written by a chat model for review."""
+
+
+@learns.command("generate")
+@_SITE_OPTION
+@click.option("--model", help="Chat model. Default: gpt-4o-mini (OpenAI) or the server's model name.")
+@click.option("--base-url", envvar="KB_BASE_URL", help="An OpenAI-compatible server instead of OpenAI.")
+@click.option("--only-missing/--all", default=True, show_default=True,
+              help="Only boxes without learns (heuristic ones), or also refresh earlier generated ones.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_fail_on_library_errors
+def learns_generate(site, model, base_url, only_missing, fmt):
+    """Ask a chat model for 3–5 learns per box that has none; never touches human-written ones.
+
+    Results are cached by the box's text in data/learns.generated.yml (setting
+    generated_learns) for a person to review; the next build uses them (learns_source:
+    generated). Invalid answers (bad JSON, not 3–5 items) are retried, then reported.
+    """
+    from .learns_gen import generate
+
+    config = kb.load_config(site=site)
+    chunks = [c for c in kb.extract(config).chunks if c.type != "example"]
+    report = generate(chunks, config.generated_learns, model, base_url, only_missing)
+    if fmt == "json":
+        click.echo(json.dumps({"generated": report.generated, "cached": report.cached, "failed": report.failed,
+                               "requests": report.requests, "file": str(config.generated_learns)},
+                              ensure_ascii=False, indent=2))
+        return
+    click.echo(f"Generated learns for {len(report.generated)} box(es), {report.cached} already cached, "
+               f"{len(report.failed)} failed ({report.requests} requests). Review {config.generated_learns}.")
+    for chunk_id, problem in report.failed.items():
+        click.echo(f"  failed {chunk_id}: {problem}", err=True)
+
+
 from .cli_store import db, publish, serve  # noqa: E402
 
 for _command in (publish, db, serve):

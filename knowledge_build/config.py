@@ -32,6 +32,7 @@ class Config:
     box_classes: tuple[str, ...] = DEFAULT_BOX_CLASSES
     exclude: tuple[str, ...] = ()  # glob patterns, relative to the site
     glossary: Path | None = None  # extra term -> slug file for suggest-ids
+    generated_learns: Path = Path("data/learns.generated.yml")  # `learns generate` writes, build reads
     missing_id: str = "warning"  # severity of a knowledge box without an id: error | warning | off
     prefix_mismatch: str = "warning"  # severity of an id prefix that contradicts its box
     sources: tuple[str, ...] = ()  # where each value came from, for --debug output
@@ -55,11 +56,12 @@ _ENV = {
     "KB_BATCH_SIZE": "batch_size",
     "KB_CACHE_DIR": "cache_dir",
     "KB_GLOSSARY": "glossary",
+    "KB_GENERATED_LEARNS": "generated_learns",
     "KB_EMBEDDING_MODEL": "embedding_model",
     "KB_EMBEDDING_DIMENSIONS": "embedding_dimensions",
     "KB_BASE_URL": "base_url",
 }
-_PATHS = ("site", "output", "cache_dir", "glossary")
+_PATHS = ("site", "output", "cache_dir", "glossary", "generated_learns")
 _SEVERITIES = ("error", "warning", "off")
 
 

@@ -16,6 +16,7 @@ from .embed import describe, get_embedder
 from .embed.cache import VectorCache
 from .embed.runner import EmbedStats, embed_with_cache
 from .errors import BuildFailed, ConfigError
+from .learns_gen import load_generated
 from .scan import Page, scan_page
 from .site import Site, find_pages, open_site
 from .text_ja import ANALYZER, FIELDS, analyze
@@ -45,6 +46,7 @@ def extract(config: Config) -> Extraction:
         raise ConfigError("no site given. Provide a --site flag, a KB_SITE environment variable, "
                           "or a 'site' key in knowledge.yml.")
     site = open_site(config.site, baseurl=config.baseurl, exclude=config.exclude)
+    site.generated_learns = load_generated(config.generated_learns)
     pages = [scan_page(site, path, config.box_classes) for path in find_pages(site)]
     chunk_set = make_chunks(site, pages)
     diagnostics = site.diagnostics + [d for p in pages for d in p.diagnostics] + chunk_set.diagnostics

@@ -30,6 +30,7 @@ class Site:
     permalink_style: str = ""
     exclude: tuple[str, ...] = ()
     learns: dict = field(default_factory=dict)  # material -> anchor -> [items]
+    generated_learns: dict = field(default_factory=dict)  # material -> anchor -> {source_hash, learns}
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     @property

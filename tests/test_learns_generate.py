@@ -1,0 +1,104 @@
+"""Generated learns against a local server that speaks the chat-completions protocol."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from knowledge_build import build, extract, load_config
+from knowledge_build.cli import main
+
+from .conftest import FakeEmbedder
+
+GOOD = '{"learns": ["移項のルールを使える", "符号を変えて項を移す方法", "方程式を整理する計算"]}'
+
+
+@pytest.fixture
+def chat_server():
+    """Answers from a script (then GOOD); records every prompt it was sent."""
+    state = {"script": [], "prompts": []}
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            state["prompts"].append(body["messages"][-1]["content"])
+            content = state["script"].pop(0) if state["script"] else GOOD
+            payload = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                                  "choices": [{"index": 0, "finish_reason": "stop",
+                                               "message": {"role": "assistant", "content": content}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    state["url"] = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    yield state
+    server.shutdown()
+
+
+def _generate(site_dir, chat_server, *extra):
+    return CliRunner().invoke(main, ["learns", "generate", "--site", str(site_dir), "--base-url", chat_server["url"],
+                                     "--model", "local-chat", "--format", "json", *extra])
+
+
+def test_boxes_without_learns_get_generated_ones_and_humans_are_never_asked(site_dir, chat_server):
+    before = {c.id: c.learns_source for c in extract(load_config(site=site_dir)).chunks if c.type != "example"}
+    heuristic = sorted(i for i, s in before.items() if s == "heuristic")
+    result = _generate(site_dir, chat_server)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["generated"] == heuristic and report["failed"] == {} and report["requests"] == len(heuristic)
+    assert len(chat_server["prompts"]) == len(heuristic)  # yaml and data-learns boxes were never sent
+    stored = yaml.safe_load((site_dir.parent / "data" / "learns.generated.yml").read_text(encoding="utf-8"))
+    material, anchor = heuristic[0].split("#")
+    assert stored[material][anchor]["learns"] == json.loads(GOOD)["learns"]
+
+    chunks = {c.id: c for c in build(load_config(site=site_dir), embedder=FakeEmbedder()).chunks}
+    assert chunks[heuristic[0]].learns_source == "generated"
+    assert chunks[heuristic[0]].learns == tuple(json.loads(GOOD)["learns"])
+    assert chunks["二次方程式#rule-quadratic-formula"].learns_source == "yaml"
+
+    again = json.loads(_generate(site_dir, chat_server).stdout)
+    assert again["generated"] == [] and again["requests"] == 0
+
+
+def test_invalid_answers_are_retried_then_reported(site_dir, chat_server):
+    one = '{"learns": ["ひとつだけ"]}'
+    nine = json.dumps({"learns": [f"項目{i}" for i in range(9)]}, ensure_ascii=False)
+    chat_server["script"] = ["this is not json", one, GOOD] + ["{bad"] * 3
+    report = json.loads(_generate(site_dir, chat_server).stdout)
+    assert report["generated"][0] not in report["failed"]
+    (failed_id, problem), = report["failed"].items()
+    assert "not JSON" in problem and "after 3 attempts" in problem
+    chat_server["script"] = [nine, nine, nine]
+    report = json.loads(_generate(site_dir, chat_server).stdout)
+    assert report["failed"] and "did not give 3-5 items" in next(iter(report["failed"].values()))
+
+
+def test_an_edited_box_is_asked_again(site_dir, chat_server):
+    _generate(site_dir, chat_server)
+    page = site_dir / "junior" / "平方根.html"
+    text = page.read_text(encoding="utf-8")
+    first = next(c for c in extract(load_config(site=site_dir)).chunks
+                 if c.material == "平方根" and c.learns_source == "generated")
+    page.write_text(text.replace(first.title, first.title + "（改訂）", 1), encoding="utf-8")
+    edited = next(c for c in extract(load_config(site=site_dir)).chunks if c.id == first.id)
+    assert edited.learns_source == "heuristic"  # the stored learns were for the old text
+    report = json.loads(_generate(site_dir, chat_server).stdout)
+    assert report["generated"] == [first.id]
+
+
+def test_without_a_model_the_command_says_how_to_get_one(site_dir, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result = CliRunner().invoke(main, ["learns", "generate", "--site", str(site_dir)])
+    assert result.exit_code == 1 and "set OPENAI_API_KEY, or pass --base-url" in result.output
+    assert "keep their heuristic learns" in result.output
