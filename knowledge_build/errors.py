@@ -96,6 +96,10 @@ class EmbedderUnavailable(KnowledgeBuildError):
     """The embedder cannot be created (missing package, unknown name)."""
 
 
+class QueryEmbeddingFailed(KnowledgeBuildError):
+    """A remote embedder did not answer usefully (timeout, 5xx after retries, malformed reply)."""
+
+
 class ChunkNotFound(KnowledgeBuildError):
     def __init__(self, chunk_id):
         super().__init__(

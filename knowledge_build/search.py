@@ -6,6 +6,7 @@ Japanese field, weighted) are fused with reciprocal rank fusion (see ranking.py)
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -15,11 +16,12 @@ import numpy as np
 from .artifacts import decode, read_artifacts
 from .chunks import Chunk
 from .embed import describe, embedder_key, get_embedder
-from .errors import ChunkNotFound, EmbedderMismatch, KnowledgeBuildError
+from .errors import ChunkNotFound, EmbedderMismatch, KnowledgeBuildError, QueryEmbeddingFailed
 from .ranking import SearchSettings, fuse, type_weights
 from .text_ja import ANALYZER, analyze_query, concept_key, nfkc
 
 MODES = ("hybrid", "dense", "lexical")
+log = logging.getLogger("knowledge_build.search")
 
 
 @dataclass(frozen=True)
@@ -108,11 +110,20 @@ class KnowledgeIndex:
         query = (query or "").strip()
         if not query or not self.chunks or k < 1:
             return []
-        return self.rank(query, self.embed_query(query), k, dict(type=type, category=category, material=material,
-                                                                  level=level), mode, min_similarity)
+        filters = dict(type=type, category=category, material=material, level=level)
+        qvec = self.embed_query(query) if mode != "lexical" else None
+        if qvec is None:
+            mode = "lexical"
+        return self.rank(query, qvec, k, filters, mode, min_similarity)
 
-    def embed_query(self, query: str) -> np.ndarray:
-        return self._embedder.embed_query(nfkc(query))
+    def embed_query(self, query: str) -> np.ndarray | None:
+        """The query's vector, or None when the embedder cannot be reached (search then degrades
+        to the lexical channel with a warning instead of failing)."""
+        try:
+            return self._embedder.embed_query(nfkc(query))
+        except QueryEmbeddingFailed as exc:
+            log.warning("the query embedder failed (%s); answering from the lexical channel only", exc)
+            return None
 
     def rank(self, query: str, qvec: np.ndarray, k: int, filters: dict, mode: str = "hybrid",
              min_similarity: float | None = None, dense: dict[int, float] | None = None,
@@ -174,10 +185,11 @@ class KnowledgeIndex:
         rows = np.argpartition(-scores, n - 1)[:n]
         return {int(r): float(scores[r]) for r in rows if scores[r] > 0}
 
-    def _result(self, row: int, score: float, qvec: np.ndarray, cosine: float | None, source: str) -> SearchResult:
+    def _result(self, row: int, score: float, qvec: np.ndarray | None, cosine: float | None,
+                source: str) -> SearchResult:
         chunk = self.chunks[row]
         if cosine is None:
-            cosine = float(np.dot(self._index.reconstruct(row), qvec))
+            cosine = float(np.dot(self._index.reconstruct(row), qvec)) if qvec is not None else 0.0
         similarity = float(np.clip(cosine, 0.0, 1.0))
         others = [r for r in self._concepts.get(concept_key(chunk.title), ()) if r != row]
         locations = tuple({"id": self.chunks[r].id, "url": self.chunks[r].url, "material": self.chunks[r].material}

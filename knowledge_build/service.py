@@ -76,7 +76,9 @@ class SearchService:
         if not query or not len(self.index) or k < 1:
             return []
         filters = dict(type=type, category=category, material=material, level=level)
-        qvec = self.index.embed_query(query)
+        qvec = self.index.embed_query(query) if mode != "lexical" else None
+        if qvec is None:
+            mode = "lexical"
         dense = None
         if mode != "lexical":
             dense = self._with_database("search", lambda conn: self._dense_rows(conn, qvec, filters))

@@ -175,3 +175,13 @@ def test_an_interrupted_build_resumes_from_the_cache(faulty, site_dir):
     again, faults_again = faulty()
     result = build(config, embedder=again)
     assert result.embed_stats.cached == 10 * done and result.embed_stats.embedded == 121 - 10 * done
+
+
+def test_search_degrades_to_lexical_when_the_query_embedder_fails(faulty, site_dir, caplog):
+    embedder, faults = faulty()
+    output = build(load_config(site=site_dir), embedder=embedder).output
+    broken, _ = faulty(*[(500, {})] * 5, max_retries=0)
+    index = KnowledgeIndex.open(output, embedder=broken)
+    results = index.search("たすきがけ", k=3)
+    assert results[0].id == "因数分解#method-tasukigake" and all(r.similarity == 0.0 for r in results)
+    assert "answering from the lexical channel only" in caplog.text

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import EmbedderUnavailable, KnowledgeBuildError
+from ..errors import EmbedderUnavailable, QueryEmbeddingFailed
 
 log = logging.getLogger("knowledge_build.embed")
 DEFAULT_MODEL = "text-embedding-3-small"
@@ -26,8 +26,8 @@ MAX_TOKENS_PER_INPUT = 8191
 MAX_TOKENS_PER_REQUEST = 300_000
 
 
-class EmbeddingRequestFailed(KnowledgeBuildError):
-    pass
+class EmbeddingRequestFailed(QueryEmbeddingFailed):
+    """The server did not answer usefully after the client's retries."""
 
 
 def estimate_tokens(text: str) -> int:
