@@ -109,14 +109,25 @@ def write_latest(out_dir: Path, artifacts: ArtifactSet) -> Path | None:
     if out_dir.name != f"v{SCHEMA_VERSION}":
         return None
     latest = out_dir.parent / "latest.json"
-    data = dumps({"schema_version": SCHEMA_VERSION, "build_id": artifacts.build_id, "path": f"{out_dir.name}/",
-                  "manifest": f"{out_dir.name}/{MANIFEST}"})
-    fd, temp = tempfile.mkstemp(prefix=".latest.", dir=out_dir.parent)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.chmod(temp, 0o644)
-    os.replace(temp, latest)
+    atomic_write(latest, dumps({"schema_version": SCHEMA_VERSION, "build_id": artifacts.build_id,
+                                "path": f"{out_dir.name}/", "manifest": f"{out_dir.name}/{MANIFEST}"}))
     return latest
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace one file atomically (temp file + rename), keeping its mode (0644 for a new file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
 
 
 def _swap_in(staging: Path, target: Path) -> None:

@@ -9,9 +9,7 @@ paired in document order, and a page where they disagree is refused rather than 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -21,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from .artifacts import atomic_write
 from .errors import ConfigError, KnowledgeBuildError
 from .scan import KNOWLEDGE_ID, Page
 from .text_ja import strip_label
@@ -239,10 +238,11 @@ def plan_page(page: Page, box_classes, glossary: dict[str, str]) -> PagePlan:
     plan = PagePlan(page.path, hashlib.sha256(raw).hexdigest())
     if not page.unanchored:
         return plan
-    boxes = unanchored_tags(raw.decode("utf-8"), box_classes)
+    tags = locate_tags(raw.decode("utf-8"))
+    boxes = [t for t in tags if box_class(t, box_classes) and not KNOWLEDGE_ID.match(t.id)]
     if len(boxes) != len(page.unanchored):
         raise BoxesNotLocated(page.path, len(boxes), len(page.unanchored))
-    taken = {t.id for t in locate_tags(raw.decode("utf-8")) if t.id}
+    taken = {t.id for t in tags if t.id}
     for tag, box in zip(boxes, page.unanchored):
         prefix, reason = choose_prefix(box.box_class, box.title)
         slug = slug_for(box.title, glossary) or "box"
@@ -251,10 +251,6 @@ def plan_page(page: Page, box_classes, glossary: dict[str, str]) -> PagePlan:
         plan.suggestions.append(Suggestion(page.path, tag.line, tag.col, tag.offset + 1 + len(tag.name),
                                            box.box_class, box.title, new_id, reason, tag.id))
     return plan
-
-
-def unanchored_tags(text: str, box_classes) -> list[Tag]:
-    return [t for t in locate_tags(text) if box_class(t, box_classes) and not KNOWLEDGE_ID.match(t.id)]
 
 
 def _unique(candidate: str, taken: set[str]) -> str:
@@ -281,18 +277,5 @@ def write_plan(plan: PagePlan) -> int:
     text = raw.decode("utf-8")
     for s in sorted(todo, key=lambda s: s.offset, reverse=True):
         text = text[:s.offset] + f' id="{s.id}"' + text[s.offset:]
-    _atomic_write(plan.path, text.encode("utf-8"))
+    atomic_write(plan.path, text.encode("utf-8"))
     return len(todo)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    mode = path.stat().st_mode
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(temp, mode & 0o7777)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise

@@ -104,7 +104,9 @@ class KnowledgeIndex:
         return [c for c in self.chunks if _matches(c, type=type, category=category)]
 
     def search(self, query: str, k: int = 5, type=None, category=None, material=None, level=None,
-               mode: str = "hybrid", min_similarity: float | None = None) -> list[SearchResult]:
+               mode: str = "hybrid", min_similarity: float | None = None, dense_source=None) -> list[SearchResult]:
+        """Best `k` results. `dense_source(qvec, filters)` may supply the dense ranking ({row: cosine})
+        from another store (the database); None from it means: use the local FAISS index."""
         if mode not in MODES:
             raise KnowledgeBuildError(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}.")
         query = (query or "").strip()
@@ -114,7 +116,9 @@ class KnowledgeIndex:
         qvec = self.embed_query(query) if mode != "lexical" else None
         if qvec is None:
             mode = "lexical"
-        return self.rank(query, qvec, k, filters, mode, min_similarity)
+        dense = dense_source(qvec, filters) if dense_source is not None and mode != "lexical" else None
+        source = "database" if dense is not None else "artifacts"
+        return self.rank(query, qvec, k, filters, mode, min_similarity, dense, source)
 
     def embed_query(self, query: str) -> np.ndarray | None:
         """The query's vector, or None when the embedder cannot be reached (search then degrades

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .chunks import Chunk
 from .errors import KnowledgeBuildError
-from .search import MODES, KnowledgeIndex, SearchResult
+from .search import KnowledgeIndex, SearchResult
 
 log = logging.getLogger("knowledge_build.service")
 
@@ -70,20 +70,10 @@ class SearchService:
 
     def search(self, query: str, k: int = 5, type=None, category=None, material=None, level=None,
                mode: str = "hybrid", min_similarity: float | None = None) -> list[SearchResult]:
-        if mode not in MODES:
-            raise KnowledgeBuildError(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}.")
-        query = (query or "").strip()
-        if not query or not len(self.index) or k < 1:
-            return []
-        filters = dict(type=type, category=category, material=material, level=level)
-        qvec = self.index.embed_query(query) if mode != "lexical" else None
-        if qvec is None:
-            mode = "lexical"
-        dense = None
-        if mode != "lexical":
-            dense = self._with_database("search", lambda conn: self._dense_rows(conn, qvec, filters))
-        source = "database" if dense is not None else "artifacts"
-        return self.index.rank(query, qvec, k, filters, mode, min_similarity, dense, source)
+        def from_database(qvec, filters):
+            return self._with_database("search", lambda conn: self._dense_rows(conn, qvec, filters))
+
+        return self.index.search(query, k, type, category, material, level, mode, min_similarity, from_database)
 
     def get(self, chunk_id: str) -> dict:
         """The full chunk as a dict, with `source`."""
