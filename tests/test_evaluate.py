@@ -34,9 +34,8 @@ def test_a_bad_dataset_line_is_named(tmp_path):
 
 
 @pytest.fixture
-def fake_index(site_dir):
-    result = build(load_config(site=site_dir), embedder=FakeEmbedder())
-    return result.output
+def fake_index(fake_index_dir):
+    return fake_index_dir
 
 
 @pytest.fixture
