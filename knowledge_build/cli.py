@@ -16,6 +16,7 @@ import click
 import knowledge_build as kb
 
 from .cli_common import _PATH, _fail_on_library_errors, _print_diagnostics
+from .kinds import LEVELS, TYPES
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -93,10 +94,10 @@ def _build_summary(result) -> dict:
 @click.argument("query", required=False)
 @click.option("--index", "index_dir", type=_PATH, required=True, help="Artifact directory (…/knowledge/v1).")
 @click.option("-k", "--k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="Number of results.")
-@click.option("--type", "type_", type=click.Choice(["rule", "method", "definition", "example", "tip"]))
+@click.option("--type", "type_", type=click.Choice(TYPES))
 @click.option("--category", help="Only chunks of this category (front matter 'category').")
 @click.option("--material", help="Only chunks of this material (page file name without .html).")
-@click.option("--level", type=click.Choice(["基礎", "標準", "発展"]))
+@click.option("--level", type=click.Choice(LEVELS))
 @click.option("--mode", type=click.Choice(["hybrid", "dense", "lexical"]), default="hybrid", show_default=True)
 @click.option("--min-similarity", type=click.FloatRange(0, 1), help="Drop results whose dense cosine is lower.")
 @click.option("--queries", type=click.File("r", encoding="utf-8"),

@@ -13,8 +13,9 @@ from pathlib import Path
 import yaml
 
 from .errors import ConfigError
+from .kinds import BOX_CLASSES
 
-DEFAULT_BOX_CLASSES = ("rule-box", "method-box", "def-box", "tip-box", "example-box")
+DEFAULT_BOX_CLASSES = BOX_CLASSES
 EMBEDDERS = ("local", "openai", "openai-compatible")
 
 

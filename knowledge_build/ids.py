@@ -21,27 +21,12 @@ import yaml
 
 from .artifacts import atomic_write
 from .errors import ConfigError, KnowledgeBuildError
-from .scan import KNOWLEDGE_ID, Page
+from .kinds import ALLOWED_PREFIXES, BY_TYPE, CLASS_PREFIX, KNOWLEDGE_ID, PREFIXES, TITLE_WORD_ORDER
+from .scan import Page
 from .text_ja import strip_label
 
-ID_PATTERN = re.compile(r"^(rule|method|def|ex|tip)-[a-z0-9]+(-[a-z0-9]+)*$")
-# Which id prefixes each box class may carry; a method- id in a rule-box is normal.
-ALLOWED_PREFIXES = {
-    "rule-box": ("rule", "method", "def"),
-    "method-box": ("method",),
-    "def-box": ("def",),
-    "tip-box": ("tip",),
-    "example-box": ("ex",),
-}
-_CLASS_PREFIX = {"rule-box": "rule", "method-box": "method", "def-box": "def", "tip-box": "tip", "example-box": "ex"}
 # Title words that name the kind of box, checked in this order.
-_TITLE_PREFIX = (
-    ("ex", ("例題",)),
-    ("method", ("解き方", "方法", "手順", "やり方", "求め方")),
-    ("def", ("とは", "定義")),
-    ("tip", ("コツ", "ポイント", "注意", "間違")),
-    ("rule", ("公式", "定理", "法則")),
-)
+_TITLE_PREFIX = tuple((BY_TYPE[t].prefix, BY_TYPE[t].words) for t in TITLE_WORD_ORDER)
 MAX_SLUG_WORDS = 4
 MAX_SLUG_CHARS = 40
 
@@ -146,13 +131,13 @@ def load_glossary(extra: Path | None = None) -> dict[str, str]:
 
 def choose_prefix(box: str, title: str) -> tuple[str, str]:
     """The id prefix for a box, and why."""
-    allowed = ALLOWED_PREFIXES.get(box, tuple(_CLASS_PREFIX.values()))
+    allowed = ALLOWED_PREFIXES.get(box, PREFIXES)
     for prefix, words in _TITLE_PREFIX:
         word = next((w for w in words if w in title), None)
         if word and prefix in allowed:
             return prefix, f"{prefix}- from the title word 「{word}」"
-    if box in _CLASS_PREFIX:
-        return _CLASS_PREFIX[box], f"{_CLASS_PREFIX[box]}- from the box class {box}"
+    if box in CLASS_PREFIX:
+        return CLASS_PREFIX[box], f"{CLASS_PREFIX[box]}- from the box class {box}"
     return "rule", "rule- by default (no box class or title word says otherwise)"
 
 

@@ -14,10 +14,10 @@ from urllib.parse import unquote, urlsplit
 
 from .config import Config
 from .diagnostics import Diagnostic
-from .ids import (ALLOWED_PREFIXES, ID_PATTERN, PagePlan, Tag, box_class, load_glossary, locate_tags,
-                  plan_page)
+from .ids import PagePlan, Tag, box_class, load_glossary, locate_tags, plan_page
 from .pipeline import Extraction, extract
-from .scan import KNOWLEDGE_ID, Page
+from .kinds import ALLOWED_PREFIXES, ID_PATTERN, KNOWLEDGE_ID
+from .scan import Page
 
 SEVERITY_SETTINGS = ("error", "warning", "off")
 

@@ -16,16 +16,9 @@ import lxml.html
 import yaml
 
 from .diagnostics import Diagnostic
+from .kinds import KNOWLEDGE_ID, type_of_id
 from .site import Site, permalink, source_page_for
 
-ID_PREFIX_TYPES = {
-    "rule": "rule",
-    "method": "method",
-    "def": "definition",
-    "ex": "example",
-    "tip": "tip",
-}
-KNOWLEDGE_ID = re.compile(r"^(rule|method|def|ex|tip)-")
 _SKIPPED_TAGS = {"script", "style", "svg", "template", "noscript", "math"}
 _BLOCK_TAGS = {
     "address", "article", "aside", "blockquote", "br", "dd", "details", "div", "dl", "dt",
@@ -215,7 +208,7 @@ def _element(page: Page, node, node_id: str, line: int, boxes: list[str]) -> Kno
     items = tuple(_clean(_text(li)) for li in _descendants(node) if li.tag == "li")
     return KnowledgeElement(
         id=node_id,
-        type=ID_PREFIX_TYPES[node_id.split("-", 1)[0]],
+        type=type_of_id(node_id),
         title=title,
         text=text,
         line=line,
