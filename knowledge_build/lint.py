@@ -169,9 +169,10 @@ def _escape_property(value: str) -> str:
 
 
 def display_path(path: str, cwd: Path | None = None) -> str:
+    """`path` relative to the working directory when it is under it; a symlink is named, not followed."""
     cwd = (cwd or Path.cwd()).resolve()
     try:
-        return str(Path(path).resolve().relative_to(cwd))
+        return str((Path(path).parent.resolve() / Path(path).name).relative_to(cwd))
     except ValueError:
         return path
 
