@@ -125,6 +125,21 @@ def test_alias_in_knowledge_yml_or_generated_learns_is_one_clear_line(tmp_path):
     assert result.exit_code == 1 and "gen.yml:2:10: YAML alias '*l0' is not allowed" in result.output
 
 
+def test_yaml_larger_than_the_limit_and_aliases_in_a_glossary_are_refused(tmp_path):
+    from knowledge_build import yamlfile
+
+    root = _site(tmp_path, {"p.html": f"---\ntitle: t\n---\n{BOX}"})
+    (tmp_path / "knowledge.yml").write_text("glossary: terms.yml\n", encoding="utf-8")
+    (tmp_path / "terms.yml").write_text("移項: &t transposition\n符号: *t\n", encoding="utf-8")
+    result = _run("check", "--site", root)
+    assert result.exit_code == 1 and "terms.yml:2:5: YAML alias '*t' is not allowed" in result.output
+    (tmp_path / "terms.yml").write_text("移項: transposition\n", encoding="utf-8")
+    assert _run("check", "--site", root).exit_code == 0
+    with pytest.raises(yamlfile.YamlError, match="^big.yml:1:1: YAML document of 10000001 characters is larger "
+                       "than the limit of 10000000. Fix: split it into smaller files.$"):
+        yamlfile.load("#" * 10_000_001, "big.yml")
+
+
 @pytest.mark.parametrize("front, message", [
     ("level: " + "[" * 100_000, "YAML nested more than 100 levels deep"),
     ("date: 2024-13-45", "the value cannot be read (month must be in 1..12)"),
@@ -305,9 +320,10 @@ def test_tag_with_two_class_attributes_is_refused_and_its_neighbour_untouched(tm
     # first box went into the second tag.
     page = ('---\ntitle: t\n---\n<div class="tip-box" class="x"><strong>移項のコツ</strong>A</div>\n'
             '<div class="x" class="tip-box"><strong>符号のコツ</strong>B</div>\n')
-    root = _site(tmp_path, {"p.html": page})
+    root = _site(tmp_path, {"p.html": page, "q.html": '<div class="tip-box"><strong>移項のコツ</strong>C</div>\n'})
     result = _run("suggest-ids", "--site", root, "--write")
     assert result.exit_code == 1
+    assert "Wrote 1 id(s) into 1 file(s)." in result.output and 'id="tip-transposition"' in (root / "q.html").read_text()
     assert ("s/p.html:4:1: error: [duplicate-attribute] <div> has more than one class attribute; browsers use the "
             "first (class=\"tip-box\") and the id tools refuse to guess. Fix: merge them into one class attribute"
             ) in result.output
