@@ -146,13 +146,18 @@ def find_pages(site: Site) -> list[Path]:
     Only regular files (or symlinks to them) are pages; anything else named *.html is skipped
     with a diagnostic, and never opened (a FIFO would block forever).
     """
-    pages = []
-    for path in sorted(site.root.rglob("*.html")):
-        rel = path.relative_to(site.root)
-        if _skipped(site, rel) or not _is_page_file(site, path):
-            continue
-        pages.append(path)
-    return pages
+    def unreadable_directory(exc: OSError) -> None:  # rglob would skip it without a word
+        site.diagnostics.append(Diagnostic(str(exc.filename), 1, 1, "error", "directory-unreadable",
+                                           f"the directory cannot be read ({exc.strerror}); pages in it are not indexed",
+                                           f"make it readable (chmod a+rx '{exc.filename}')"))
+
+    candidates = []
+    for folder, dirs, files in os.walk(site.root, onerror=unreadable_directory):
+        base = Path(folder)
+        dirs[:] = [d for d in dirs if d.endswith(".html") or not _skipped(site, (base / d).relative_to(site.root))]
+        candidates += [base / name for name in dirs + files if name.endswith(".html")]
+    return [path for path in sorted(candidates)
+            if not _skipped(site, path.relative_to(site.root)) and _is_page_file(site, path)]
 
 
 def _is_page_file(site: Site, path: Path) -> bool:

@@ -233,6 +233,22 @@ def test_unreadable_page_is_an_error_with_its_path_and_fix(tmp_path, monkeypatch
                 f"Fix: make it readable (chmod a+r '{locked}')") in result.output
 
 
+def test_unreadable_directory_is_an_error_not_a_silent_loss(tmp_path, monkeypatch):
+    root = _site(tmp_path, {"p.html": f"---\ntitle: t\n---\n{BOX}", "locked/q.html": f"---\ntitle: t\n---\n{BOX}"})
+    real_scandir = os.scandir
+
+    def deny(path="."):  # what chmod 000 on the directory does for a user who is not root
+        if Path(path) == root / "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", deny)
+    result = _run("check", "--site", root)
+    assert result.exit_code == 1
+    assert ("s/locked:1:1: error: [directory-unreadable] the directory cannot be read (Permission denied); pages in "
+            f"it are not indexed. Fix: make it readable (chmod a+rx '{root / 'locked'}')") in result.output
+
+
 @pytest.mark.skipif(IS_ROOT, reason="root reads chmod-000 files; the monkeypatched test above covers it")
 def test_chmod_000_page_is_an_error_for_a_normal_user(tmp_path):
     root = _site(tmp_path, {"locked.html": f"---\ntitle: t\n---\n{BOX}"})
