@@ -170,7 +170,7 @@ def _report_diagnostics(diagnostics, fmt: str, strict: bool, summary: dict) -> N
             if fmt == "github":
                 click.echo(github_annotation(d, display_path(d.path)))
             else:
-                click.echo(d.format().replace(d.path, display_path(d.path), 1))
+                click.echo(d.format(display_path(d.path)))
         if fmt == "text":
             click.echo(f"{errors} error(s), {warnings} warning(s).")
     if errors or (strict and warnings):
@@ -215,22 +215,35 @@ def suggest_ids(paths, site, write, fmt):
 
     plans = plans_for(kb.load_config(site=site), paths)
     suggestions = [s for plan in plans for s in plan.suggestions]
+    refused = [plan.refused for plan in plans if plan.refused is not None]
     written = files = 0
     if write:
         written, files = write_suggestions(plans)
     if fmt == "json":
         click.echo(json.dumps({"suggestions": [{**s.to_dict(), "path": display_path(str(s.path))} for s in suggestions],
+                               "refused": [{**d.to_dict(), "path": display_path(d.path)} for d in refused],
                                "written": written, "files_changed": files}, ensure_ascii=False, indent=2))
-        return
+    else:
+        _print_suggestions(suggestions, write, written, files, bool(refused))
+    for d in refused:
+        click.echo(d.format(display_path(d.path)), err=True)
+    if refused:
+        sys.exit(1)
+
+
+def _print_suggestions(suggestions, write: bool, written: int, files: int, refused: bool) -> None:
+    from .diagnostics import printable, printable_path
+    from .lint import display_path
+
     for s in suggestions:
-        note = f"  (has id '{s.existing_id}': rename by hand)" if s.existing_id else ""
-        click.echo(f"{display_path(str(s.path))}:{s.line}:{s.col}: {s.box_class} 「{s.title}」 -> {s.id}  "
-                   f"[{s.reason}]{note}")
+        note = f"  (has id '{printable(s.existing_id)}': rename by hand)" if s.existing_id else ""
+        click.echo(f"{printable_path(display_path(str(s.path)))}:{s.line}:{s.col}: {s.box_class} 「{printable(s.title)}」 "
+                   f"-> {s.id}  [{printable(s.reason)}]{note}")
     if write:
         click.echo(f"Wrote {written} id(s) into {files} file(s).")
     elif suggestions:
         click.echo(f"{len(suggestions)} suggestion(s). Run again with --write to insert them.")
-    else:
+    elif not refused:
         click.echo("Every knowledge box has an id.")
 
 

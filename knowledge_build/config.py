@@ -10,10 +10,9 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-import yaml
-
 from .errors import ConfigError
 from .kinds import BOX_CLASSES
+from .yamlfile import load_file as load_yaml_file
 
 DEFAULT_BOX_CLASSES = BOX_CLASSES
 EMBEDDERS = ("local", "openai", "openai-compatible")
@@ -93,10 +92,7 @@ def _read_file(cwd: Path) -> tuple[dict, str]:
     for name in ("knowledge.yml", "knowledge.yaml"):
         path = cwd / name
         if path.is_file():
-            try:
-                data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-            except yaml.YAMLError as exc:
-                raise ConfigError(f"{path}: not valid YAML ({exc}). Fix the syntax.") from exc
+            data = load_yaml_file(path).data or {}
             if not isinstance(data, dict):
                 raise ConfigError(f"{path}: expected a mapping of settings at the top level.")
             return _relative_paths(data, cwd), str(path)

@@ -5,7 +5,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from knowledge_build import KnowledgeIndex, build, load_config
+from knowledge_build import KnowledgeIndex
 from knowledge_build.cli import main
 from knowledge_build.evaluate import DatasetError, load_dataset, query_metrics
 

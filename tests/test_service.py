@@ -3,7 +3,6 @@
 import json
 import os
 import signal
-import shutil
 import time
 from pathlib import Path
 
