@@ -28,7 +28,7 @@ class Config:
     embedding_dimensions: int | None = None
     base_url: str | None = None  # an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1
     batch_size: int | None = None  # per model call or request; None: the embedder's own (16 local, 256 OpenAI)
-    embedding_timeout: float | None = None  # seconds per request to a remote embedder; None: 120
+    embedding_timeout: float | None = None  # seconds per request to a remote embedder; None: 600
     cache_dir: Path = field(default_factory=lambda: _default_cache_dir())
     box_classes: tuple[str, ...] = DEFAULT_BOX_CLASSES
     exclude: tuple[str, ...] = ()  # glob patterns, relative to the site

