@@ -13,7 +13,7 @@ from .diagnostics import Diagnostic  # noqa: E402
 from .embed import Embedder, get_embedder  # noqa: E402
 from .errors import (ArtifactError, BuildFailed, ChecksumMismatch, ChunkNotFound,  # noqa: E402
                      ConfigError, CountMismatch, DimensionMismatch, EmbedderMismatch,
-                     KnowledgeBuildError, SiteNotFound)
+                     InputTooLarge, KnowledgeBuildError, QueryTooLong, SiteNotFound)
 from .pipeline import BuildResult, Extraction, build, extract  # noqa: E402
 from .ranking import SearchSettings  # noqa: E402
 from .search import KnowledgeIndex, SearchResult  # noqa: E402
@@ -37,9 +37,11 @@ __all__ = [
     "Embedder",
     "EmbedderMismatch",
     "Extraction",
+    "InputTooLarge",
     "KnowledgeBuildError",
     "KnowledgeIndex",
     "NoteStore",
+    "QueryTooLong",
     "SearchResult",
     "SearchService",
     "SearchSettings",
