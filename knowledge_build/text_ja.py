@@ -39,10 +39,10 @@ def nfkc(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
-# MeCab (under fugashi) segfaults on one input of roughly 400,000-700,000 characters (measured
-# with fugashi 1.5 / unidic-lite: spaced ASCII words from ~390k, hiragana ~480k, kanji ~600k). Long
-# texts are analysed in pieces of at most this size, cut at a paragraph, line, sentence or word
-# boundary, and the pieces' tokens are concatenated: nothing is dropped.
+# MeCab (under fugashi) segfaults on one input of roughly 200,000-1,000,000 characters (measured
+# with fugashi 1.5 / unidic-lite: a run of digits from ~200k, spaced ASCII words ~390k, hiragana
+# ~480k, kanji ~570k). Long texts are analysed in pieces of at most this size, cut at a paragraph,
+# line, sentence or word boundary, and the pieces' tokens are concatenated: nothing is dropped.
 MAX_PIECE_CHARS = 10_000
 _BREAKS = (("\n\n",), ("\n",), tuple("。．！？!?."), tuple(" \t\u3000、，,"))
 
