@@ -161,8 +161,11 @@ def test_http_with_a_token_refuses_calls_without_it_but_health_stays_open(http_w
 
     error, data = asyncio.run(with_token("search_knowledge", query="たすきがけ"))
     assert not error and data["results"]
-    with pytest.raises(Exception):  # the SDK reports the 401 as a failed session
+    from mcp.shared.exceptions import MCPError
+
+    with pytest.raises(ExceptionGroup) as refused:  # the SDK reports the 401 as a failed session
         asyncio.run(without_token())
+    assert refused.group_contains(MCPError, depth=None)
     assert asyncio.run(with_token("knowledge_query", query="書けてはいけないメモ"))[1]["total"] == 0
 
 
