@@ -3,6 +3,7 @@ fake embedder: limits on every call, a bounded stdio, a bearer token over HTTP, 
 
 import asyncio
 import contextlib
+import http.client
 import json
 import os
 import shutil
@@ -196,11 +197,15 @@ def test_serving_on_a_public_address_without_a_token_is_refused(tmp_path):
 def test_http_server_refuses_a_message_over_4_mib_and_stops_on_sigterm_with_a_client_connected(
         fake_index_dir, tmp_path):
     process, base = _start_http(fake_index_dir, tmp_path)
-    request = urllib.request.Request(base + "/mcp", data=b" " * (4 * 1024 * 1024 + 1), headers={
-        "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
-    with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(request, timeout=30)
-    assert refused.value.code == 413
+    # Only the headers: the server answers from Content-Length alone and reads no body.
+    connection = http.client.HTTPConnection(base.removeprefix("http://"), timeout=30)
+    connection.putrequest("POST", "/mcp")
+    for name, value in (("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream"),
+                        ("Content-Length", str(4 * 1024 * 1024 + 1))):
+        connection.putheader(name, value)
+    connection.endheaders()
+    assert connection.getresponse().status == 413
+    connection.close()
 
     async def connected_then_terminated():
         async with Client(base + "/mcp") as client:
