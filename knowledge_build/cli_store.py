@@ -106,12 +106,23 @@ def db_sql(dim):
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP address to listen on.")
 @click.option("--port", type=int, default=8765, show_default=True, help="HTTP port.")
+@click.option("--token", envvar="KB_MCP_TOKEN", show_envvar=True,
+              help="HTTP: require 'Authorization: Bearer TOKEN' on every request but GET /health. "
+                   "Required when --host is not a loopback address.")
+@click.option("--allowed-host", "allowed_hosts", multiple=True,
+              help="HTTP: accept only this Host header (and its http/https Origin), e.g. 'kb.example.org' or "
+                   "'localhost:*'; repeatable. Default: the loopback names when bound to loopback, else no check.")
 @click.option("--notes", "notes_path", type=_PATH, default=Path(".knowledge-notes.sqlite"), show_default=True,
               help="SQLite file for saved notes and imported documents (when no database is given).")
 @_fail_on_library_errors
-def serve(index_dir, database_url, transport, host, port, notes_path):
+def serve(index_dir, database_url, transport, host, port, token, allowed_hosts, notes_path):
     """Run the MCP server for AI tutors (stdio, or streamable HTTP at /mcp with GET /health)."""
     from .mcp_server import serve as run
+    from .mcp_transport import is_loopback
 
+    if transport == "http" and not token and not is_loopback(host):
+        raise click.ClickException(
+            f"refusing to serve on {host} without a token: anyone who can reach it could read and write the "
+            "notes. Set KB_MCP_TOKEN (or pass --token) to a long random secret, or bind to 127.0.0.1.")
     kb.KnowledgeIndex.open(index_dir)  # fail here, with the loader's message, before the transport starts
-    run(index_dir, database_url, transport, host, port, notes_path)
+    run(index_dir, database_url, transport, host, port, notes_path, token or None, tuple(allowed_hosts))

@@ -106,3 +106,29 @@ class ChunkNotFound(KnowledgeBuildError):
             f"no chunk with id '{chunk_id}'. Ids look like 'material#anchor'; "
             "'knowledge-build search' or list_concepts show the existing ones."
         )
+
+
+class InputTooLarge(KnowledgeBuildError):
+    """A query, note or document is over a documented limit; nothing was searched or stored."""
+
+
+class QueryTooLong(InputTooLarge):
+    def __init__(self, length, limit):
+        super().__init__(
+            f"the query is {length:,} characters long; the limit is {limit:,}. Ask with the question "
+            "itself (a sentence or a short paragraph), not a whole document."
+        )
+
+
+class ContentTooLarge(InputTooLarge):
+    def __init__(self, what, length, limit, fix):
+        super().__init__(f"the {what} is {length:,} characters long; the limit is {limit:,}. {fix}")
+
+
+class TooManyChunks(InputTooLarge):
+    def __init__(self, limit, chunk_size, chunk_overlap):
+        super().__init__(
+            f"the document would make more than {limit:,} chunks at chunk_size {chunk_size} and chunk_overlap "
+            f"{chunk_overlap}; nothing was imported. Use a larger chunk_size or a smaller chunk_overlap, or "
+            "import the document in parts."
+        )

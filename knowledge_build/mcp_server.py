@@ -3,7 +3,8 @@
 Tools: search_knowledge, get_chunk_by_id, list_concepts (the site's chunks, database first and
 the artifacts as fallback), save_knowledge, delete_knowledge, knowledge_import, knowledge_query
 (the writable store). Over HTTP (streamable HTTP at /mcp) it also answers GET /health.
-Uses only the public API.
+Uses only the public API; every limit (query, note and document size, chunks per import, top_k)
+is the library's, and a call over one gets the library's message as its tool error.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import json
 from pathlib import Path
 
 import knowledge_build as kb
+
+MAX_TOP_K = 50  # results per search call; larger top_k values are clamped to it
 
 INSTRUCTIONS = (
     "Search a Japanese mathematics teaching site. search_knowledge finds the boxes (rules, methods, "
@@ -41,7 +44,10 @@ def create_server(service, notes):
         """
         if not query or not query.strip():
             return _error("query is required")
-        results = service.search(query, k=max(1, min(top_k, 50)), type=type, category=category, material=material)
+        try:
+            results = service.search(query, k=_top_k(top_k), type=type, category=category, material=material)
+        except kb.InputTooLarge as exc:
+            return _error(str(exc))
         return _ok({"results": [r.to_dict() for r in results], "total": len(results)})
 
     @server.tool()
@@ -65,7 +71,10 @@ def create_server(service, notes):
         """Save a note of your own (searchable with knowledge_query). Title defaults to the first 30 characters."""
         if not content or not content.strip():
             return _error("content is required")
-        return _ok(notes.save(content, title, tags))
+        try:
+            return _ok(notes.save(content, title, tags))
+        except kb.InputTooLarge as exc:
+            return _error(str(exc))
 
     @server.tool()
     def delete_knowledge(id: str):
@@ -90,8 +99,11 @@ def create_server(service, notes):
             return _error("chunk_size must be between 100 and 10000")
         if not 0 <= chunk_overlap < chunk_size:
             return _error("chunk_overlap must be >= 0 and < chunk_size")
-        return _ok(notes.import_document(title, content, source or "", category or "", chunk_size, chunk_overlap,
-                                         metadata))
+        try:
+            return _ok(notes.import_document(title, content, source or "", category or "", chunk_size,
+                                             chunk_overlap, metadata))
+        except kb.InputTooLarge as exc:
+            return _error(str(exc))
 
     @server.tool()
     def knowledge_query(query: str, top_k: int = 5, category: str | None = None, document_id: str | None = None,
@@ -99,7 +111,10 @@ def create_server(service, notes):
         """Search your saved notes and imported documents by meaning."""
         if not query or not query.strip():
             return _error("query is required")
-        found = notes.search(query, top_k=max(1, min(top_k, 50)), category=category, document_id=document_id)
+        try:
+            found = notes.search(query, top_k=_top_k(top_k), category=category, document_id=document_id)
+        except kb.InputTooLarge as exc:
+            return _error(str(exc))
         results = []
         for item in found:
             entry = {"chunk_id": item["id"], "content": item["content"], "similarity": item["similarity"],
@@ -115,6 +130,10 @@ def create_server(service, notes):
                              "notes": notes.backend})
 
     return server
+
+
+def _top_k(value: int) -> int:
+    return max(1, min(value, MAX_TOP_K))
 
 
 def _ok(data: dict):
@@ -138,11 +157,14 @@ def _jsonable(row: dict) -> dict:
 
 
 def serve(index_dir: Path, database_url: str | None = None, transport: str = "stdio", host: str = "127.0.0.1",
-          port: int = 8765, notes_path: Path | None = None) -> None:
+          port: int = 8765, notes_path: Path | None = None, token: str | None = None,
+          allowed_hosts: tuple[str, ...] = ()) -> None:
+    from .mcp_transport import run_http, run_stdio
+
     service = kb.SearchService.open(index_dir, database_url)
     notes = kb.NoteStore(service.index.embedder, notes_path, database_url)
     server = create_server(service, notes)
     if transport == "http":
-        server.run("streamable-http", host=host, port=port)
+        run_http(server, host, port, token, allowed_hosts)
     else:
-        server.run("stdio")
+        run_stdio(server)

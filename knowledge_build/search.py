@@ -16,11 +16,13 @@ import numpy as np
 from .artifacts import decode, read_artifacts
 from .chunks import Chunk
 from .embed import describe, embedder_key, get_embedder
-from .errors import ChunkNotFound, EmbedderMismatch, KnowledgeBuildError, QueryEmbeddingFailed
+from .errors import ChunkNotFound, EmbedderMismatch, KnowledgeBuildError, QueryEmbeddingFailed, QueryTooLong
 from .ranking import SearchSettings, fuse, type_weights
 from .text_ja import ANALYZER, analyze_query, concept_key, nfkc
 
 MODES = ("hybrid", "dense", "lexical")
+# A question, not a document: longer queries are refused (QueryTooLong) before any work is done.
+MAX_QUERY_CHARS = 2_000
 log = logging.getLogger("knowledge_build.search")
 
 
@@ -109,7 +111,7 @@ class KnowledgeIndex:
         from another store (the database); None from it means: use the local FAISS index."""
         if mode not in MODES:
             raise KnowledgeBuildError(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}.")
-        query = (query or "").strip()
+        query = check_query(query)
         if not query or not self.chunks or k < 1:
             return []
         filters = dict(type=type, category=category, material=material, level=level)
@@ -219,12 +221,25 @@ def _matches(chunk: Chunk, **filters) -> bool:
     return all(value is None or getattr(chunk, name) == value for name, value in filters.items())
 
 
+def check_query(query: str | None) -> str:
+    """The stripped query; QueryTooLong over MAX_QUERY_CHARS."""
+    query = (query or "").strip()
+    if len(query) > MAX_QUERY_CHARS:
+        raise QueryTooLong(len(query), MAX_QUERY_CHARS)
+    return query
+
+
+# bm25s cannot index a document without tokens; such a document gets this one instead. It is
+# not text (a control character the analyzer never emits), and field_scores never queries it.
+_EMPTY_DOC = "\x00"
+
+
 def field_scores(models: dict, fields: dict[str, list[str]], weights: dict[str, float], size: int) -> np.ndarray:
     """The weighted sum over fields of each field's BM25 scores for the query's tokens."""
     scores = np.zeros(size, dtype=np.float32)
     for name, query_tokens in fields.items():
         model, weight = models.get(name), weights.get(name, 0.0)
-        known = [t for t in query_tokens if model is not None and t in model.vocab_dict]
+        known = [t for t in query_tokens if model is not None and t and t != _EMPTY_DOC and t in model.vocab_dict]
         if known and weight:
             scores += weight * model.get_scores(known)
     return scores
@@ -237,7 +252,9 @@ def bm25_models(fields: dict[str, list[list[str]]]) -> dict:
 def _bm25(docs: list[list[str]]):
     import bm25s
 
-    # Token strings must be non-empty lists for bm25s; an empty doc gets a placeholder.
+    # No empty token enters the vocabulary: bm25s's own "" (create_empty_token) has no row in its
+    # score matrix, so a query holding it crashed get_scores ("maximum token ID ...").
     model = bm25s.BM25()
-    model.index([d if d else [""] for d in docs], show_progress=False)
+    tokens = [[t for t in doc if t and t != _EMPTY_DOC] for doc in docs]
+    model.index([doc or [_EMPTY_DOC] for doc in tokens], create_empty_token=False, show_progress=False)
     return model

@@ -39,6 +39,14 @@ def nfkc(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
+# MeCab (under fugashi) segfaults on one input of roughly 200,000-1,000,000 characters (measured
+# with fugashi 1.5 / unidic-lite: a run of digits from ~200k, spaced ASCII words ~390k, hiragana
+# ~480k, kanji ~570k). Long texts are analysed in pieces of at most this size, cut at a paragraph,
+# line, sentence or word boundary, and the pieces' tokens are concatenated: nothing is dropped.
+MAX_PIECE_CHARS = 10_000
+_BREAKS = (("\n\n",), ("\n",), tuple("。．！？!?."), tuple(" \t\u3000、，,"))
+
+
 @lru_cache(maxsize=1)
 def _tagger():
     import fugashi
@@ -46,13 +54,40 @@ def _tagger():
     return fugashi.Tagger()
 
 
+def pieces(text: str, size: int = MAX_PIECE_CHARS) -> list[str]:
+    """`text` cut into consecutive pieces of at most `size` characters; "".join(pieces) == text.
+    A piece ends after the last paragraph break in its second half, else line break, sentence
+    end, space or comma, else at `size` characters."""
+    out, start = [], 0
+    while len(text) - start > size:
+        window = text[start:start + size]
+        end = size
+        for marks in _BREAKS:
+            cut = max(window.rfind(m) + len(m) if m in window else 0 for m in marks)
+            if cut >= size // 2:
+                end = cut
+                break
+        out.append(window[:end])
+        start += end
+    out.append(text[start:])
+    return out
+
+
+def _words(text: str):
+    """The tagger's words of `text`, analysed piece by piece (see MAX_PIECE_CHARS). A word's
+    features are valid only until the next piece is parsed: read them as the words come."""
+    tagger = _tagger()
+    for piece in pieces(text, MAX_PIECE_CHARS):
+        yield from tagger(piece)
+
+
 def analyze(text: str) -> dict[str, list[str]]:
-    """The lemma, reading and kana-bigram tokens of one text."""
+    """The lemma, reading and kana-bigram tokens of one text (never an empty token)."""
     lemmas: list[str] = []
     readings: list[str] = []
     runs: list[str] = []
     run = ""
-    for word in _tagger()(normalize(text)):
+    for word in _words(normalize(text)):
         feature = word.feature
         kana = getattr(feature, "kana", None)
         kana = kana if kana and kana != "*" else _katakana(word.surface)
@@ -63,7 +98,9 @@ def analyze(text: str) -> dict[str, list[str]]:
             run += kana
         if feature.pos1 in _SKIP_POS:
             continue
-        lemmas.append(_lemma(word))
+        lemma = _lemma(word)
+        if lemma:
+            lemmas.append(lemma)
         if len(kana) > 1:
             readings.append(kana)
     runs.append(run)
@@ -78,8 +115,10 @@ def _lemma(word) -> str:
     lemma = getattr(word.feature, "lemma", None) or surface
     if getattr(word.feature, "pos2", "") == "数詞" and all(c in _KANJI_DIGITS or c in _KANJI_UNITS for c in lemma):
         return str(kanji_number(lemma))
-    # UniDic writes loanword lemmas as "ガス-gas": keep the Japanese side.
-    return lemma.split("-")[0] if "-" in lemma[1:] else lemma
+    # UniDic writes loanword lemmas as "ガス-gas": keep the Japanese side (a run of hyphens,
+    # "--", has no side to keep and stays itself).
+    head = lemma.split("-")[0]
+    return head if head and "-" in lemma[1:] else lemma
 
 
 def kanji_number(text: str) -> int:
@@ -140,7 +179,8 @@ def concept_key(title: str) -> str:
 
 def content_words(text: str, nouns_only: bool = False) -> list[str]:
     """Surface forms of the words that carry meaning (optionally only the nouns)."""
-    words = [w for w in _tagger()(text) if w.feature.pos1 not in _SKIP_POS and w.surface.strip()]
+    words = [(w.surface, w.feature.pos1) for w in _words(text)]
+    words = [(surface, pos) for surface, pos in words if pos not in _SKIP_POS and surface.strip()]
     if nouns_only:
-        words = [w for w in words if w.feature.pos1 in ("名詞", "代名詞", "接尾辞")]
-    return [w.surface for w in words]
+        words = [(surface, pos) for surface, pos in words if pos in ("名詞", "代名詞", "接尾辞")]
+    return [surface for surface, _ in words]

@@ -12,13 +12,15 @@ import re
 import sqlite3
 import threading
 import uuid
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import KnowledgeBuildError
+from ..errors import ContentTooLarge, KnowledgeBuildError, TooManyChunks
 from ..ranking import SearchSettings, fuse
+from ..search import check_query
 from ..text_ja import analyze, analyze_query, nfkc
 
 _SCHEMA = [
@@ -34,17 +36,29 @@ _SCHEMA = [
 ]
 
 
+# Limits on what one call may store (documented in the README's MCP section): each is far above
+# a tutor's real use and keeps one call's embedding work to minutes, not hours.
+MAX_TITLE_CHARS = 500
+MAX_NOTE_CHARS = 20_000
+MAX_DOCUMENT_CHARS = 200_000
+MAX_IMPORT_CHUNKS = 1_000
+
+
 class NotFound(KnowledgeBuildError):
     pass
 
 
-def split_text(text: str, chunk_size: int = 500, chunk_overlap: int = 50) -> list[str]:
+def split_text(text: str, chunk_size: int = 500, chunk_overlap: int = 50, max_chunks: int | None = None) -> list[str]:
     """Windows of at most chunk_size characters. Each window ends at the last paragraph break,
     else sentence end, in its second half, else at chunk_size; the next one starts chunk_overlap
-    characters before that end. A text with no break: ceil((len - overlap) / (size - overlap)) chunks."""
+    characters before that end. A text with no break: ceil((len - overlap) / (size - overlap)) chunks.
+    More than `max_chunks` windows raise TooManyChunks (found while splitting, so a call that
+    would make millions stops early)."""
     text = text.strip()
     chunks, start = [], 0
     while start < len(text):
+        if max_chunks is not None and len(chunks) >= max_chunks:
+            raise TooManyChunks(max_chunks, chunk_size, chunk_overlap)
         end = min(start + chunk_size, len(text))
         if end < len(text):
             window = text[start:end]
@@ -94,8 +108,12 @@ class NoteStore:
     # --- writes ------------------------------------------------------------------------
 
     def save(self, content: str, title: str | None = None, tags=None, user_id: str = "anonymous") -> dict:
+        _check_size("note", content, MAX_NOTE_CHARS, "Import it with knowledge_import, which splits it into chunks.")
+        _check_size("title", title or "", MAX_TITLE_CHARS, "Give a shorter title.")
         item = self._item("note", content, title or content.strip()[:30], tags=tags or [], user_id=user_id)
-        self._insert([item])
+        rows = self._rows([item])
+        with self._transaction() as write:
+            write(_INSERT_NOTE, rows, many=True)
         return _public(item)
 
     def delete(self, item_id: str) -> None:
@@ -107,16 +125,21 @@ class NoteStore:
 
     def import_document(self, title: str, content: str, source: str = "", category: str = "", chunk_size: int = 500,
                         chunk_overlap: int = 50, metadata: dict | None = None, user_id: str = "anonymous") -> dict:
+        """Split, embed and store a document with its chunks in one transaction: all or nothing."""
+        _check_size("document", content, MAX_DOCUMENT_CHARS, "Import it in parts.")
+        _check_size("title", title, MAX_TITLE_CHARS, "Give a shorter title.")
         document_id = "doc-" + uuid.uuid4().hex[:16]
-        pieces = split_text(content, chunk_size, chunk_overlap)
+        pieces = split_text(content, chunk_size, chunk_overlap, max_chunks=MAX_IMPORT_CHUNKS)
         items = [self._item("chunk", piece, f"{title} ({i + 1})", category=category, document_id=document_id,
                             chunk_index=i, user_id=user_id) for i, piece in enumerate(pieces)]
         created = items[0]["created_at"] if items else _now()
-        self._sql("insert into knowledge_documents (id, title, source, category, metadata, chunks, user_id, created_at)"
+        rows = self._rows(items)
+        with self._transaction() as write:
+            write("insert into knowledge_documents (id, title, source, category, metadata, chunks, user_id, created_at)"
                   " values (?, ?, ?, ?, ?, ?, ?, ?)", (document_id, title, source, category,
                                                        json.dumps(metadata or {}, ensure_ascii=False), len(items),
                                                        user_id, created))
-        self._insert(items)
+            write(_INSERT_NOTE, rows, many=True)
         return {"document_id": document_id, "title": title, "chunks_created": len(items), "created_at": created}
 
     def _item(self, kind, content, title, tags=(), category="", document_id=None, chunk_index=None, user_id="anonymous"):
@@ -125,20 +148,42 @@ class NoteStore:
                 "document_id": document_id, "chunk_index": chunk_index, "title": title, "content": content,
                 "tags": list(tags), "category": category, "user_id": user_id, "created_at": now, "updated_at": now}
 
-    def _insert(self, items: list[dict]) -> None:
+    def _rows(self, items: list[dict]) -> list[tuple]:
+        """Embed and analyse items (the slow part, done before any write)."""
         if not items:
-            return
+            return []
         vectors = self.embedder.embed_documents([f"{i['title']}\n{i['content']}" for i in items])
-        rows = [(i["id"], i["kind"], i["document_id"], i["chunk_index"], i["title"], i["content"],
+        return [(i["id"], i["kind"], i["document_id"], i["chunk_index"], i["title"], i["content"],
                  json.dumps(i["tags"], ensure_ascii=False), i["category"], i["user_id"], i["created_at"],
                  i["updated_at"], np.asarray(v, dtype=np.float32).tobytes(),
                  json.dumps(analyze(f"{i['title']}\n{i['content']}"), ensure_ascii=False))
                 for i, v in zip(items, vectors)]
-        sql = ("insert into knowledge_notes (id, kind, document_id, chunk_index, title, content, tags, category, user_id,"
-               " created_at, updated_at, embedding, tokens) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+    @contextmanager
+    def _transaction(self):
+        """A writer `write(sql, params, many=False)` whose statements commit together or not at all."""
         with self._lock:
             cursor = self._conn.cursor()
-            cursor.executemany(sql.replace("?", self._mark), rows)
+
+            def write(sql, params=(), many=False):
+                sql = sql.replace("?", self._mark)
+                if many:
+                    if params:
+                        cursor.executemany(sql, params)
+                else:
+                    cursor.execute(sql, params)
+
+            if self.backend == "postgres":
+                with self._conn.transaction():
+                    yield write
+                return
+            cursor.execute("begin immediate")
+            try:
+                yield write
+            except BaseException:
+                cursor.execute("rollback")
+                raise
+            cursor.execute("commit")
 
     # --- reads -------------------------------------------------------------------------
 
@@ -149,6 +194,7 @@ class NoteStore:
             if value:
                 where.append(f"{column} = ?")
                 params.append(value)
+        query = check_query(query)
         rows = self._sql("select id, kind, document_id, chunk_index, title, content, tags, category, user_id, created_at,"
                          f" updated_at, embedding, tokens from knowledge_notes where {' and '.join(where)}",
                          params).fetchall()
@@ -174,6 +220,15 @@ class NoteStore:
 
     def close(self) -> None:
         self._conn.close()
+
+
+_INSERT_NOTE = ("insert into knowledge_notes (id, kind, document_id, chunk_index, title, content, tags, category,"
+                " user_id, created_at, updated_at, embedding, tokens) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def _check_size(what: str, text: str, limit: int, fix: str) -> None:
+    if len(text) > limit:
+        raise ContentTooLarge(what, len(text), limit, fix)
 
 
 def _bm25_scores(query: str, docs: list[dict], settings: SearchSettings) -> dict[int, float]:

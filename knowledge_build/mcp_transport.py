@@ -1,0 +1,157 @@
+"""How the MCP server meets the outside: bounded stdio, and streamable HTTP behind a bearer token.
+
+Both transports refuse one JSON-RPC message over MAX_MESSAGE_BYTES (HTTP with 413, stdio with a
+JSON-RPC error for that request) without reading more than that into memory. Over HTTP, a token
+(`--token` / KB_MCP_TOKEN) is required on every request except GET /health, and Host/Origin
+headers are checked against `--allowed-host` (by default the loopback names when bound to one).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import logging
+import re
+import sys
+
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # the SDK's own default HTTP body limit; stdio gets the same
+GRACEFUL_SHUTDOWN_SECONDS = 5  # after SIGTERM, open HTTP streams get this long before they are cut
+LOOPBACK_NAMES = ("localhost",)
+OPEN_PATHS = ("/health",)  # a load balancer's probe needs no token; it reveals no content
+log = logging.getLogger("knowledge_build.mcp")
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def security_settings(host: str, allowed_hosts: tuple[str, ...]):
+    """Host/Origin (DNS rebinding) checks: the given hosts, else the loopback names when bound to
+    loopback, else none (a public server behind a token, whose public name is not known here)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    if not allowed_hosts and not is_loopback(host):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    hosts = list(allowed_hosts) or ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                     allowed_origins=[f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")])
+
+
+class BearerToken:
+    """ASGI middleware: every HTTP request but OPEN_PATHS must carry `Authorization: Bearer <token>`."""
+
+    def __init__(self, app, token: str):
+        self.app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or self._authorized(scope):
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps({"error": "unauthorized",
+                           "message": "send the server's token as 'Authorization: Bearer <token>'"}).encode()
+        await send({"type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"www-authenticate", b'Bearer realm="knowledge-build"')]})
+        await send({"type": "http.response.body", "body": body})
+
+    def _authorized(self, scope) -> bool:
+        values = [v for k, v in scope["headers"] if k == b"authorization"]
+        scheme, _, given = values[0].partition(b" ") if len(values) == 1 else (b"", b"", b"")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self._token)
+
+
+def run_http(server, host: str, port: int, token: str | None, allowed_hosts: tuple[str, ...] = ()) -> None:
+    import anyio
+    import uvicorn
+
+    app = server.streamable_http_app(host=host, max_request_body_size=MAX_MESSAGE_BYTES,
+                                     transport_security=security_settings(host, allowed_hosts))
+    if token:
+        app = BearerToken(app, token)
+    # uvicorn turns SIGTERM into a graceful shutdown; the timeout keeps an open event stream from
+    # holding it forever.
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning",
+                            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
+    anyio.run(uvicorn.Server(config).serve)
+
+
+def run_stdio(server) -> None:
+    import anyio
+
+    anyio.run(_serve_stdio, server)
+
+
+async def _serve_stdio(server) -> None:
+    from mcp.server.stdio import stdio_server
+
+    stdin = BoundedLines(sys.stdin.buffer, MAX_MESSAGE_BYTES)
+    async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+        stdin.replies = write_stream
+        # What MCPServer.run_stdio_async does, with a bounded stdin (the SDK has no hook for it).
+        lowlevel = server._lowlevel_server
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+class BoundedLines:
+    """stdin as an async iterator of lines of at most `limit` bytes. A longer line is read past
+    (in pieces, never held whole) and answered with a JSON-RPC error when its id can be found."""
+
+    _PIECE = 1 << 16
+
+    def __init__(self, buffer, limit: int):
+        self._buffer = buffer
+        self._limit = limit
+        self.replies = None  # the write stream, set once the transport is up
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self) -> str:
+        import anyio
+
+        while True:
+            line = await anyio.to_thread.run_sync(self._buffer.readline, self._limit + 1, abandon_on_cancel=True)
+            if not line:
+                raise StopAsyncIteration
+            if len(line) <= self._limit or (line.endswith(b"\n") and len(line) == self._limit + 1):
+                return line.decode("utf-8", errors="replace")
+            size = len(line) + await anyio.to_thread.run_sync(self._skip_rest, abandon_on_cancel=True)
+            await self._refuse(line, size)
+
+    def _skip_rest(self) -> int:
+        skipped = 0
+        while True:
+            piece = self._buffer.readline(self._PIECE)
+            skipped += len(piece)
+            if not piece or piece.endswith(b"\n"):
+                return skipped
+
+    async def _refuse(self, head: bytes, size: int) -> None:
+        import mcp_types as types
+        from mcp.shared.message import SessionMessage
+
+        message = (f"message of {size:,} bytes is over the server's limit of {self._limit:,} bytes; "
+                   "send smaller arguments (see the README's MCP limits)")
+        request_id = _request_id(head)
+        log.warning("refused a stdio %s", message)
+        if request_id is None or self.replies is None:
+            return
+        error = types.JSONRPCError(jsonrpc="2.0", id=request_id,
+                                   error=types.ErrorData(code=types.INVALID_REQUEST, message=message))
+        await self.replies.send(SessionMessage(error))
+
+
+# A request's id when it comes before its params (as the SDK and common clients write it).
+_ID = re.compile(rb'^\s*\{(?:\s*"(?:jsonrpc|method)"\s*:\s*"[^"\\]*"\s*,)*\s*"id"\s*:\s*(-?\d+|"[^"\\]*")')
+
+
+def _request_id(head: bytes):
+    match = _ID.match(head)
+    return json.loads(match.group(1)) if match else None

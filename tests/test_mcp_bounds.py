@@ -1,0 +1,276 @@
+"""The MCP server under hostile use, through the SDK's real client and real transports, with the
+fake embedder: limits on every call, a bounded stdio, a bearer token over HTTP, SIGTERM."""
+
+import asyncio
+import contextlib
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from click.testing import CliRunner
+from mcp import Client, StdioServerParameters
+
+from knowledge_build import KnowledgeIndex, NoteStore, SearchService, build, load_config
+from knowledge_build.cli import main
+from knowledge_build.mcp_server import create_server
+
+from .conftest import ROOT, SITE, FakeEmbedder
+
+FAKE_CLI = str(ROOT / "tests" / "fake_cli.py")
+# How long a server may take to start or to stop after SIGTERM; generous, for loaded machines.
+TIMEOUT = float(os.environ.get("KB_TEST_TIMEOUT", "60"))
+
+
+@pytest.fixture(scope="module")
+def fake_index_dir(tmp_path_factory):
+    base = tmp_path_factory.mktemp("mcp-bounds")
+    site = base / "site"
+    shutil.copytree(SITE, site, ignore=shutil.ignore_patterns("_site", ".jekyll-cache", ".knowledge-cache"))
+    return build(load_config(site=site, cache_dir=base / "cache", env={}), embedder=FakeEmbedder()).output
+
+
+async def _call(client, tool, **arguments):
+    result = await client.call_tool(tool, arguments)
+    return result.is_error, (result.content[0].text if result.is_error else result.structured_content)
+
+
+def test_every_tool_keeps_its_limits_and_answers_hyphen_queries(fake_index_dir, tmp_path):
+    index = KnowledgeIndex.open(fake_index_dir, embedder=FakeEmbedder())
+    server = create_server(SearchService(index), NoteStore(FakeEmbedder(), tmp_path / "notes.sqlite"))
+
+    async def session():
+        async with Client(server) as client:
+            for query in ("x -- y", "2--3", "i--", "--", "!!!"):
+                error, data = await _call(client, "search_knowledge", query=query)
+                assert not error and data["total"] <= 5, query
+                assert (await _call(client, "knowledge_query", query=query))[0] is False
+            error, data = await _call(client, "search_knowledge", query="方程式", top_k=10**9)
+            assert len(index) > 50 and not error and data["total"] == 50
+            huge = "あ" * 1_000_000
+            assert await _call(client, "search_knowledge", query=huge) == (
+                True, "the query is 1,000,000 characters long; the limit is 2,000. Ask with the question itself "
+                      "(a sentence or a short paragraph), not a whole document.")
+            error, message = await _call(client, "knowledge_query", query=huge)
+            assert error and message.startswith("the query is 1,000,000 characters long")
+            error, message = await _call(client, "knowledge_import", title="t", content="い" * 1_000_000,
+                                         chunk_size=100, chunk_overlap=99)
+            assert error and message == ("the document is 1,000,000 characters long; the limit is 200,000. "
+                                         "Import it in parts.")
+            error, message = await _call(client, "knowledge_import", title="t", content="い" * 200_000,
+                                         chunk_size=100, chunk_overlap=99)
+            assert error and message.startswith("the document would make more than 1,000 chunks at chunk_size 100")
+            error, message = await _call(client, "save_knowledge", content="う" * 20_001)
+            assert error and message.startswith("the note is 20,001 characters long; the limit is 20,000.")
+            assert (await _call(client, "knowledge_query", query="い"))[1]["total"] == 0  # nothing was stored
+
+    asyncio.run(session())
+
+
+def _stdio(index_dir, notes):
+    return StdioServerParameters(command=sys.executable, args=[FAKE_CLI, "serve", "--index", str(index_dir),
+                                                               "--notes", str(notes)])
+
+
+def test_stdio_refuses_a_huge_query_and_an_oversized_message_and_keeps_answering(fake_index_dir, tmp_path):
+    from mcp.shared.exceptions import MCPError
+
+    async def session():
+        async with Client(_stdio(fake_index_dir, tmp_path / "notes.sqlite")) as client:
+            error, message = await _call(client, "search_knowledge", query="あ" * 1_000_000)  # 3 MB: a tool error
+            assert error and message.startswith("the query is 1,000,000 characters long; the limit is 2,000.")
+            with pytest.raises(MCPError, match="over the server's limit of 4,194,304 bytes"):
+                await client.call_tool("search_knowledge", {"query": "あ" * 2_000_000})  # 6 MB: refused unread
+            error, data = await _call(client, "search_knowledge", query="たすきがけ")
+            assert not error and data["results"]
+
+    asyncio.run(session())
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_http(index_dir, tmp_path, *extra):
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, FAKE_CLI, "serve", "--index", str(index_dir), "--notes",
+                                str(tmp_path / "notes.sqlite"), "--transport", "http", "--port", str(port), *extra],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        try:
+            urllib.request.urlopen(base + "/health", timeout=5)
+            return process, base
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"server did not start: {process.communicate()[1].decode()[-2000:]}")
+            time.sleep(0.1)
+
+
+@pytest.fixture
+def http_with_token(fake_index_dir, tmp_path):
+    process, base = _start_http(fake_index_dir, tmp_path, "--token", "s3cret-token")
+    yield base
+    process.terminate()
+    process.wait(timeout=TIMEOUT)
+
+
+def _post(url, headers):
+    request = urllib.request.Request(url, data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode(),
+                                     headers={"Content-Type": "application/json",
+                                              "Accept": "application/json, text/event-stream", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers)
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers)
+
+
+def _client_with(url, headers):
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    return Client(streamable_http_client(url, http_client=create_mcp_http_client(headers=headers)))
+
+
+def test_http_with_a_token_refuses_calls_without_it_but_health_stays_open(http_with_token):
+    with urllib.request.urlopen(http_with_token + "/health", timeout=10) as response:
+        assert response.status == 200
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic s3cret-token"}):
+        status, answer = _post(http_with_token + "/mcp", headers)
+        assert status == 401 and answer["www-authenticate"].startswith("Bearer"), headers
+
+    async def with_token(tool, **arguments):
+        async with _client_with(http_with_token + "/mcp", {"Authorization": "Bearer s3cret-token"}) as client:
+            return await _call(client, tool, **arguments)
+
+    async def without_token():
+        async with _client_with(http_with_token + "/mcp", {}) as client:
+            return await _call(client, "save_knowledge", content="書けてはいけないメモ")
+
+    error, data = asyncio.run(with_token("search_knowledge", query="たすきがけ"))
+    assert not error and data["results"]
+    from mcp.shared.exceptions import MCPError
+
+    with pytest.raises(ExceptionGroup) as refused:  # the SDK reports the 401 as a failed session
+        asyncio.run(without_token())
+    assert refused.group_contains(MCPError, depth=None)
+    assert asyncio.run(with_token("knowledge_query", query="書けてはいけないメモ"))[1]["total"] == 0
+
+
+def test_allowed_host_rejects_other_host_headers(fake_index_dir, tmp_path):
+    process, base = _start_http(fake_index_dir, tmp_path, "--allowed-host", "kb.example.org")
+    try:
+        assert _post(base + "/mcp", {"Host": "kb.example.org"})[0] not in (401, 403, 421)
+        assert _post(base + "/mcp", {})[0] == 421  # Host 127.0.0.1:port is not on the list
+        assert _post(base + "/mcp", {"Host": "kb.example.org", "Origin": "https://evil.example"})[0] == 403
+        assert _post(base + "/mcp", {"Host": "kb.example.org", "Origin": "https://kb.example.org"})[0] not in (403, 421)
+    finally:
+        process.terminate()
+        process.wait(timeout=TIMEOUT)
+
+
+def test_serving_on_a_public_address_without_a_token_is_refused(tmp_path):
+    result = CliRunner().invoke(main, ["serve", "--index", str(tmp_path / "none"), "--transport", "http",
+                                       "--host", "0.0.0.0"])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: refusing to serve on 0.0.0.0 without a token")
+    assert "KB_MCP_TOKEN" in result.output
+    # With the token (from the environment) the check passes and the next one (the index) speaks.
+    result = CliRunner().invoke(main, ["serve", "--index", str(tmp_path / "none"), "--transport", "http",
+                                       "--host", "0.0.0.0"], env={"KB_MCP_TOKEN": "t0ken"})
+    assert result.exit_code == 1 and "no artifact set at" in result.output
+
+
+def test_http_server_refuses_a_message_over_4_mib_and_stops_on_sigterm_with_a_client_connected(
+        fake_index_dir, tmp_path):
+    process, base = _start_http(fake_index_dir, tmp_path)
+    # Only the headers: the server answers from Content-Length alone and reads no body.
+    connection = http.client.HTTPConnection(base.removeprefix("http://"), timeout=30)
+    connection.putrequest("POST", "/mcp")
+    for name, value in (("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream"),
+                        ("Content-Length", str(4 * 1024 * 1024 + 1))):
+        connection.putheader(name, value)
+    connection.endheaders()
+    assert connection.getresponse().status == 413
+    connection.close()
+
+    async def connected_then_terminated():
+        async with Client(base + "/mcp") as client:
+            assert (await _call(client, "search_knowledge", query="移項"))[0] is False
+            process.send_signal(signal.SIGTERM)
+            return await asyncio.to_thread(process.wait, TIMEOUT)
+
+    try:
+        returncode = asyncio.run(connected_then_terminated())
+    except BaseException:
+        process.kill()
+        raise
+    assert returncode is not None
+
+
+def test_sigterm_during_a_long_import_stops_the_http_server_and_stores_nothing(fake_index_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("KB_TEST_EMBED_SECONDS", "1")  # the import below would take 100 seconds
+    process, base = _start_http(fake_index_dir, tmp_path)
+
+    async def long_import():
+        async with Client(base + "/mcp") as client:
+            await _call(client, "knowledge_import", title="長い文書", content="あ" * 20_000, chunk_size=200,
+                        chunk_overlap=0)
+
+    async def import_then_terminate():
+        call = asyncio.create_task(long_import())
+        await asyncio.sleep(2)  # let the call reach the embedder (the test holds either way)
+        process.send_signal(signal.SIGTERM)
+        returncode = await asyncio.to_thread(process.wait, TIMEOUT)
+        with contextlib.suppress(Exception):  # the client sees its connection go, as it should
+            await asyncio.wait_for(call, TIMEOUT)
+        return returncode
+
+    try:
+        returncode = asyncio.run(import_then_terminate())
+    except BaseException:
+        process.kill()
+        raise
+    assert returncode is not None
+    store = NoteStore(FakeEmbedder(), tmp_path / "notes.sqlite")
+    assert store._sql("select count(*) from knowledge_documents").fetchone()[0] == 0
+
+
+def test_stdio_server_stops_on_sigterm_during_a_long_import(fake_index_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("KB_TEST_EMBED_SECONDS", "1")
+    process = subprocess.Popen([sys.executable, FAKE_CLI, "serve", "--index", str(fake_index_dir), "--notes",
+                                str(tmp_path / "notes.sqlite")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+
+    def send(message):
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        process.stdin.flush()
+
+    try:
+        send({"id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                         "clientInfo": {"name": "t", "version": "1"}}})
+        assert json.loads(process.stdout.readline())["id"] == 1  # up and answering
+        send({"method": "notifications/initialized"})
+        send({"id": 2, "method": "tools/call", "params": {"name": "knowledge_import", "arguments": {
+            "title": "長い文書", "content": "あ" * 20_000, "chunk_size": 200, "chunk_overlap": 0}}})
+        time.sleep(2)  # let the call reach the embedder (the test holds either way)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=TIMEOUT) is not None
+    finally:
+        if process.poll() is None:
+            process.kill()
+    store = NoteStore(FakeEmbedder(), tmp_path / "notes.sqlite")
+    assert store._sql("select count(*) from knowledge_documents").fetchone()[0] == 0
