@@ -241,7 +241,11 @@ class SearchService:
             pool = None if probe else self._pool
             if pool is None:
                 conn = connect(self.database_url, self.connect_timeout, self.statement_timeout_ms)
-                self._open_pool()
+                try:
+                    self._open_pool()
+                except KnowledgeBuildError:
+                    conn.close()
+                    raise
         if pool is not None:
             return self._pooled(pool, action)
         try:
@@ -263,8 +267,11 @@ class SearchService:
         """With `_pool_lock` held."""
         if self._pool is not None:
             return
-        from psycopg_pool import ConnectionPool
-
+        try:
+            from psycopg_pool import ConnectionPool
+        except ImportError as exc:
+            raise KnowledgeBuildError("searching the database needs psycopg-pool: pip install 'knowledge-build[db]'"
+                                      ) from exc
         options = f"-c statement_timeout={int(self.statement_timeout_ms)}"
         # min_size 0: the pool connects only when asked; after a failure it is closed, so its
         # background reconnection never competes with the breaker's single probe.
