@@ -371,9 +371,13 @@ def learns():
 @click.option("--base-url", envvar="KB_BASE_URL", help="An OpenAI-compatible server instead of OpenAI.")
 @click.option("--only-missing/--all", default=True, show_default=True,
               help="Only boxes without learns (heuristic ones), or also refresh earlier generated ones.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              help="Seconds to wait for one answer.")
+@click.option("--retries", type=click.IntRange(0), default=3, show_default=True,
+              help="Retries of a request that failed to connect or got a 429/5xx.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_fail_on_library_errors
-def learns_generate(site, model, base_url, only_missing, fmt):
+def learns_generate(site, model, base_url, only_missing, timeout, retries, fmt):
     """Ask a chat model for 3–5 learns per box that has none; never touches human-written ones.
 
     Results are cached by the box's text in data/learns.generated.yml (setting
@@ -384,7 +388,8 @@ def learns_generate(site, model, base_url, only_missing, fmt):
 
     config = kb.load_config(site=site)
     chunks = [c for c in kb.extract(config).chunks if c.type != "example"]
-    report = generate(chunks, config.generated_learns, model, base_url, only_missing)
+    report = generate(chunks, config.generated_learns, model, base_url, only_missing, max_retries=retries,
+                      timeout=timeout)
     if fmt == "json":
         click.echo(json.dumps({"generated": report.generated, "cached": report.cached, "failed": report.failed,
                                "requests": report.requests, "file": str(config.generated_learns)},

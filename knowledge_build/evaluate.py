@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .diagnostics import Diagnostic
 from .errors import KnowledgeBuildError
 
 GATED = ("hit@1", "hit@5", "hit@10", "mrr@10", "ndcg@10")
@@ -19,7 +20,7 @@ DEPTH = 10
 
 
 class DatasetError(KnowledgeBuildError):
-    pass
+    """A dataset or baseline file cannot be used; the message names the file, line and fix."""
 
 
 @dataclass(frozen=True)
@@ -47,24 +48,64 @@ class Report:
 
 
 def load_dataset(path: Path) -> list[LabelledQuery]:
-    queries = []
+    """Every line checked; all bad lines are reported at once as `file:line:1: error: …`."""
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise DatasetError(f"cannot read dataset {path}: {exc.strerror}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise DatasetError(f"cannot read dataset {path}: {reason}. Fix: pass --dataset a UTF-8 JSON Lines file") from exc
+    queries, problems, seen = [], [], {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-            queries.append(LabelledQuery(str(item["qid"]), str(item["query"]),
-                                         tuple(item["relevant"]), str(item.get("kind") or "")))
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise DatasetError(f"{path}:{number}: expected a JSON object with qid, query, relevant (list) "
-                               f"and kind ({exc.__class__.__name__}: {exc})") from exc
+        query, problem = _parse_line(line)
+        if problem is None and query.qid in seen:
+            problem = (f"qid '{query.qid}' is used again (first on line {seen[query.qid]})",
+                       "give every query its own qid")
+        if problem is not None:
+            problems.append(Diagnostic(str(path), number, 1, "error", "dataset", *problem))
+            continue
+        seen[query.qid] = number
+        queries.append(query)
+    if problems:
+        raise DatasetError(f"{len(problems)} bad line(s) in dataset {path}; nothing was evaluated:\n"
+                           + "\n".join(d.format() for d in problems))
     if not queries:
-        raise DatasetError(f"{path} holds no queries")
+        raise DatasetError(f"{path} holds no queries. Fix: write one JSON object per line: "
+                           '{"qid": "1", "query": "…", "relevant": ["material#anchor"], "kind": "…"}')
     return queries
+
+
+def _parse_line(line: str) -> tuple[LabelledQuery | None, tuple[str, str] | None]:
+    """One dataset line as a query, or (message, fix) saying why it is not one."""
+    shape = 'write the line as {"qid": "1", "query": "…", "relevant": ["material#anchor"], "kind": "…"}'
+    try:
+        item = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return None, (f"the line is not JSON ({exc.msg} at column {exc.colno})", shape)
+    if not isinstance(item, dict):
+        return None, (f"expected a JSON object with qid, query, relevant and kind, found {type(item).__name__}", shape)
+    missing = [key for key in ("qid", "query", "relevant") if key not in item]
+    if missing:
+        return None, (f"expected a JSON object with qid, query, relevant (list) and kind; missing {', '.join(missing)}",
+                      shape)
+    qid, query, relevant, kind = item["qid"], item["query"], item["relevant"], item.get("kind") or ""
+    if not isinstance(qid, (str, int)) or isinstance(qid, bool) or not str(qid).strip():
+        return None, (f"qid must be a non-empty string or a number, not {json.dumps(qid)}", "give the query an id")
+    if not isinstance(query, str) or not query.strip():
+        return None, (f"query must be a non-empty string, not {json.dumps(query, ensure_ascii=False)}",
+                      "write the question a user would ask")
+    if not isinstance(relevant, list) or not relevant:
+        return None, (f"relevant must be a non-empty list of chunk ids, not {json.dumps(relevant, ensure_ascii=False)}"
+                      " (a query without a relevant chunk cannot be scored)",
+                      'list the ids that answer it, e.g. ["二次方程式#rule-quadratic-formula"], or drop the line')
+    if not all(isinstance(r, str) and r.strip() for r in relevant):
+        return None, ("every relevant id must be a non-empty string like 'material#anchor'",
+                      "write the ids as strings, e.g. \"二次方程式#rule-quadratic-formula\"")
+    if not isinstance(kind, str):
+        return None, (f"kind must be a string, not {json.dumps(kind, ensure_ascii=False)}",
+                      'use a label such as "keyword" or drop the key')
+    return LabelledQuery(str(qid), query, tuple(relevant), kind), None
 
 
 def evaluate(index, queries: list[LabelledQuery], k: int = 5, mode: str = "hybrid", progress=None) -> Report:
@@ -101,7 +142,7 @@ def query_metrics(retrieved: list[str], relevant: set[str], k: int) -> dict[str,
     first = next((i for i, r in enumerate(retrieved[:DEPTH], 1) if r in relevant), None)
     dcg = sum(1 / math.log2(i + 1) for i, r in enumerate(retrieved[:DEPTH], 1) if r in relevant)
     idcg = sum(1 / math.log2(i + 1) for i in range(1, min(len(relevant), DEPTH) + 1))
-    precision, recall = hits(k) / k, hits(k) / len(relevant)
+    precision, recall = hits(k) / k, hits(k) / len(relevant) if relevant else 0.0
     return {
         "hit@1": float(hits(1) > 0), "hit@5": float(hits(5) > 0), "hit@10": float(hits(10) > 0),
         f"recall@{k}": recall, f"precision@{k}": precision,
@@ -133,26 +174,38 @@ def compare(report: Report, baseline: dict, threshold: float) -> list[dict]:
 def load_baseline(path: Path) -> dict:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise DatasetError(f"cannot read baseline {path} ({exc}); create one with --save-baseline") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DatasetError(f"cannot read baseline {path} ({exc}). Fix: create one with --save-baseline") from exc
+    bad = [key for key in GATED if isinstance(data, dict) and key in data
+           and (not isinstance(data[key], (int, float)) or isinstance(data[key], bool))]
+    if not isinstance(data, dict) or bad:
+        what = f"{', '.join(bad)} must be numbers" if bad else "it must be a JSON object of metrics"
+        raise DatasetError(f"baseline {path} is not usable: {what}. Fix: write it again with --save-baseline")
     return data
 
 
 def save_baseline(report: Report, path: Path) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
     data = {key: report.metrics[key] for key in GATED} | {"mode": report.mode, "k": report.k,
                                                            "queries": report.metrics["queries"]}
-    Path(path).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    _write(Path(path), json.dumps(data, indent=2, sort_keys=True) + "\n", "--baseline")
 
 
 def write_reports(report: Report, out_dir: Path) -> tuple[Path, Path]:
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out_dir / "report.json", out_dir / "report.md"
-    json_path.write_text(json.dumps({**report.to_json(), "queries": report.queries}, ensure_ascii=False,
-                                    indent=1) + "\n", encoding="utf-8")
-    md_path.write_text(markdown(report), encoding="utf-8")
+    _write(json_path, json.dumps({**report.to_json(), "queries": report.queries}, ensure_ascii=False, indent=1) + "\n",
+           "--output-dir")
+    _write(md_path, markdown(report), "--output-dir")
     return json_path, md_path
+
+
+def _write(path: Path, text: str, option: str) -> None:
+    from .artifacts import atomic_write
+
+    try:
+        atomic_write(path, text.encode("utf-8"))
+    except OSError as exc:
+        raise DatasetError(f"cannot write {path} ({exc.strerror or exc}). Fix: pass {option} a writable path") from exc
 
 
 def markdown(report: Report) -> str:

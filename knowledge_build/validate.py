@@ -22,12 +22,9 @@ REBUILD = "rebuild the index with 'knowledge-build build'"
 def validate_site(config: Config, index_dir: Path | None = None, database_url: str | None = None) -> list[Diagnostic]:
     extraction = extract(config)
     if database_url:
-        from .store.postgres import connect
+        from .store.postgres import published_chunks
 
-        with connect(database_url) as conn:
-            cur = conn.execute("select id, material, anchor, url, content_hash from knowledge_chunks")
-            names = [d.name for d in cur.description]
-            indexed = {row[0]: dict(zip(names, row)) for row in cur.fetchall()}
+        indexed = published_chunks(database_url)
         index_dir = Path("database")
     else:
         index_dir = Path(index_dir or config.output or extraction.site.default_index_dir)

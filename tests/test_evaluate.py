@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from knowledge_build import KnowledgeIndex
 from knowledge_build.cli import main
-from knowledge_build.evaluate import DatasetError, load_dataset, query_metrics
+from knowledge_build.evaluate import DatasetError, load_baseline, load_dataset, query_metrics
 
 from .conftest import FakeEmbedder
 
@@ -29,8 +29,52 @@ def test_no_relevant_result_scores_zero():
 def test_a_bad_dataset_line_is_named(tmp_path):
     path = tmp_path / "d.jsonl"
     path.write_text('{"qid": "1", "query": "a", "relevant": ["x#rule-a"]}\n{"qid": "2"}\n', encoding="utf-8")
-    with pytest.raises(DatasetError, match="d.jsonl:2: expected a JSON object with qid, query, relevant"):
+    with pytest.raises(DatasetError, match="d.jsonl:2:1: error: .dataset. expected a JSON object with qid, query, "
+                                           "relevant .list. and kind; missing query, relevant. Fix: write the line"):
         load_dataset(path)
+
+
+BAD_LINES = {
+    '{"qid": "2", "query": "移項", "relevant": []}': "relevant must be a non-empty list of chunk ids, not []",
+    '{"qid": "3", "query": "移項", "relevant": "一次方程式#rule-transposition"}': "relevant must be a non-empty list",
+    '{"qid": "4", "query": "移項", "relevant": [null]}': "every relevant id must be a non-empty string",
+    '{"qid": "5", "query": "", "relevant": ["x#rule-a"]}': "query must be a non-empty string",
+    '{"qid": {"a": 1}, "query": "a", "relevant": ["x#rule-a"]}': "qid must be a non-empty string or a number",
+    '{"qid": "7", "query": "a", "relevant": ["x#rule-a"], "kind": 3}': "kind must be a string",
+    '["qid", "query"]': "expected a JSON object with qid, query, relevant and kind, found list",
+    '{"qid": "9", "query": "a", ': "the line is not JSON",
+    '{"qid": "1", "query": "b", "relevant": ["x#rule-b"]}': "qid '1' is used again (first on line 1)",
+}
+
+
+def test_every_bad_dataset_line_is_reported_with_its_line_and_fix(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"qid": "1", "query": "a", "relevant": ["x#rule-a"]}\n' + "\n".join(BAD_LINES) + "\n",
+                    encoding="utf-8")
+    with pytest.raises(DatasetError) as caught:
+        load_dataset(path)
+    lines = str(caught.value).splitlines()
+    assert lines[0] == f"{len(BAD_LINES)} bad line(s) in dataset {path}; nothing was evaluated:"
+    for number, (line, message) in enumerate(BAD_LINES.items(), start=2):
+        reported = lines[number - 1]
+        assert reported.startswith(f"{path}:{number}:1: error: [dataset] ") and message in reported, reported
+        assert " Fix: " in reported
+
+
+def test_empty_relevant_list_fails_eval_with_one_message_not_a_traceback(fake_index, tmp_path, cli):
+    rows = ROWS + [{"qid": "3", "query": "移項", "relevant": [], "kind": "keyword"}]
+    result = cli.invoke(main, ["eval", "--index", str(fake_index), "--dataset", str(_dataset(tmp_path, rows))])
+    assert result.exit_code == 1 and not isinstance(result.exception, ZeroDivisionError)
+    assert "q.jsonl:3:1: error: [dataset] relevant must be a non-empty list of chunk ids, not []" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_baseline_that_is_not_an_object_of_metrics_is_refused(tmp_path):
+    path = tmp_path / "baseline.json"
+    for text in ("[1, 2]", '{"hit@1": "high"}'):
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(DatasetError, match="is not usable: .*Fix: write it again with --save-baseline"):
+            load_baseline(path)
 
 
 @pytest.fixture
@@ -95,3 +139,11 @@ def test_save_baseline_needs_a_file(fake_index, tmp_path, cli):
     result = cli.invoke(main, ["eval", "--index", str(fake_index), "--dataset", str(_dataset(tmp_path, ROWS)),
                                "--save-baseline"])
     assert result.exit_code == 2 and "--save-baseline needs --baseline FILE" in result.output
+
+
+def test_unwritable_report_directory_is_one_clear_error(fake_index, tmp_path, cli):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory", encoding="utf-8")
+    result = cli.invoke(main, ["eval", "--index", str(fake_index), "--dataset", str(_dataset(tmp_path, ROWS)),
+                               "--output-dir", str(blocker / "reports"), "--mode", "lexical"])
+    assert result.exit_code == 1 and "Fix: pass --output-dir a writable path" in result.output

@@ -10,16 +10,17 @@ from click.testing import CliRunner
 
 from knowledge_build import build, extract, load_config
 from knowledge_build.cli import main
+from knowledge_build.learns_gen import GeneratedLearnsError
 
 from .conftest import FakeEmbedder
 
 GOOD = '{"learns": ["移項のルールを使える", "符号を変えて項を移す方法", "方程式を整理する計算"]}'
 
 
-@pytest.fixture
-def chat_server():
-    """Answers from a script (then GOOD); records every prompt it was sent."""
-    state = {"script": [], "prompts": []}
+def _start_chat_server():
+    """Answers from a script (then GOOD); records every prompt it was sent. With `answers` set, it
+    answers that many requests, then hangs up and stops listening (a server that died)."""
+    state = {"script": [], "prompts": [], "answers": None}
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
@@ -27,6 +28,10 @@ def chat_server():
 
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if state["answers"] is not None and len(state["prompts"]) >= state["answers"]:
+                self.close_connection = True  # no response at all, and nobody listening from now on
+                threading.Thread(target=lambda: (server.shutdown(), server.server_close())).start()
+                return
             state["prompts"].append(body["messages"][-1]["content"])
             content = state["script"].pop(0) if state["script"] else GOOD
             payload = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
@@ -41,11 +46,20 @@ def chat_server():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     state["url"] = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    state["stop"] = server.shutdown
+    return state
+
+
+@pytest.fixture
+def chat_server():
+    state = _start_chat_server()
     yield state
-    server.shutdown()
+    state["stop"]()
 
 
 def _generate(site_dir, chat_server, *extra):
+    if "--retries" not in extra:
+        extra = (*extra, "--retries", "0", "--timeout", "30")
     return CliRunner().invoke(main, ["learns", "generate", "--site", str(site_dir), "--base-url", chat_server["url"],
                                      "--model", "local-chat", "--format", "json", *extra])
 
@@ -102,3 +116,57 @@ def test_without_a_model_the_command_says_how_to_get_one(site_dir, monkeypatch):
     result = CliRunner().invoke(main, ["learns", "generate", "--site", str(site_dir)])
     assert result.exit_code == 1 and "set OPENAI_API_KEY, or pass --base-url" in result.output
     assert "keep their heuristic learns" in result.output
+
+
+def test_a_server_that_dies_mid_run_keeps_the_answers_already_generated(site_dir, chat_server):
+    chat_server["answers"] = 2
+    result = _generate(site_dir, chat_server, "--retries", "1", "--timeout", "30")
+    target = load_config(site=site_dir).generated_learns
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output.startswith(f"Error: cannot reach the chat model at {chat_server['url']}/ (")
+    assert result.output.rstrip().endswith(f"Fix: start the server or check --base-url, then run again; "
+                                           f"2 new answer(s) already saved in {target}")
+    stored = yaml.safe_load(target.read_text(encoding="utf-8"))
+    saved = [f"{m}#{a}" for m, anchors in stored.items() for a in anchors]
+    assert len(saved) == 2 and all(stored[m][a]["learns"] == json.loads(GOOD)["learns"]
+                                   for m, anchors in stored.items() for a in anchors)
+
+
+def test_after_a_dead_server_the_next_run_asks_only_for_the_rest(site_dir, chat_server):
+    heuristic = [c.id for c in extract(load_config(site=site_dir)).chunks
+                 if c.type != "example" and c.learns_source == "heuristic"]
+    chat_server["answers"] = 3
+    assert _generate(site_dir, chat_server).exit_code == 1
+    healthy = _start_chat_server()
+    try:
+        report = json.loads(_generate(site_dir, healthy).stdout)
+    finally:
+        healthy["stop"]()
+    # The three saved answers are used by the build and not asked for (or paid for) again.
+    assert report["requests"] == len(heuristic) - 3 and len(healthy["prompts"]) == len(heuristic) - 3
+    stored = yaml.safe_load((site_dir.parent / "data" / "learns.generated.yml").read_text(encoding="utf-8"))
+    assert sorted(f"{m}#{a}" for m, anchors in stored.items() for a in anchors) == sorted(heuristic)
+
+
+MISSHAPEN = {
+    "a list at the top": ("- 一次方程式\n- 平方根\n", 1, "the file must map page names to anchors, found a list"),
+    "a page that is a list": ("一次方程式:\n  - rule-transposition\n", 2, "'一次方程式' must map anchors to entries"),
+    "an entry that is a string": ("平方根:\n  def-square-root: 二乗するとaになる数\n", 2,
+                                  "'平方根#def-square-root' must be a mapping with source_hash and learns, found a str"),
+    "learns that are not a list": ("平方根:\n  def-square-root:\n    source_hash: abc\n    learns: 平方根の定義\n", 4,
+                                   "the learns of '平方根#def-square-root' must be a list of strings"),
+}
+
+
+@pytest.mark.parametrize("case", MISSHAPEN)
+def test_a_misshapen_generated_learns_file_is_named_by_line_and_left_alone(site_dir, chat_server, case):
+    text, line, message = MISSHAPEN[case]
+    target = load_config(site=site_dir).generated_learns
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    result = _generate(site_dir, chat_server)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"{target}:{line}:1: error: [generated-learns] {message}" in result.output and " Fix: " in result.output
+    assert chat_server["prompts"] == [] and target.read_text(encoding="utf-8") == text
+    with pytest.raises(GeneratedLearnsError, match=f"{line}:1: error"):
+        extract(load_config(site=site_dir))  # the build stops with the same message

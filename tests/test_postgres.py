@@ -137,6 +137,18 @@ def test_validate_against_the_database(fresh_db, tmp_path, site_dir):
     assert result.exit_code == 1 and "[stale-anchor]" in result.output and "[not-indexed]" in result.output
 
 
+def test_validate_against_an_empty_database_says_to_publish_first(fresh_db, site_dir):
+    result = CliRunner().invoke(main, ["validate", "--site", str(site_dir), "--database-url", fresh_db])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output == ("Error: the database holds no published chunks (no knowledge_chunks table). Fix: publish "
+                             "an artifact set first with 'knowledge-build publish --index DIR', or check that "
+                             "--database-url names the database you published to\n")
+    with connect(fresh_db) as conn:
+        migrate(conn, 64)  # the table exists but holds nothing: every box is reported as not indexed
+    result = CliRunner().invoke(main, ["validate", "--site", str(site_dir), "--database-url", fresh_db])
+    assert result.exit_code == 0 and "[not-indexed]" in result.output
+
+
 def test_db_sql_prints_the_schema_for_the_sql_editor():
     result = CliRunner().invoke(main, ["db", "sql", "--dim", "1536"])
     assert result.exit_code == 0

@@ -48,6 +48,29 @@ class NotFound(KnowledgeBuildError):
     pass
 
 
+class NotesUnavailable(KnowledgeBuildError):
+    """The notes file cannot be created or opened for writing."""
+
+
+def _open_sqlite(path: Path) -> sqlite3.Connection:
+    """The notes file with its tables, or NotesUnavailable naming the file and the fix."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
+        conn.execute("pragma journal_mode=wal")
+        for statement in _SCHEMA:
+            conn.execute(statement.replace("bytea", "blob"))
+    except (OSError, sqlite3.Error) as exc:
+        try:
+            shown = path.absolute()
+        except OSError:  # the working directory itself is gone
+            shown = path
+        raise NotesUnavailable(
+            f"cannot create or write the notes file {shown} ({exc}). Fix: run from a writable directory, "
+            "or pass --notes with a path to a writable file") from exc
+    return conn
+
+
 def split_text(text: str, chunk_size: int = 500, chunk_overlap: int = 50, max_chunks: int | None = None) -> list[str]:
     """Windows of at most chunk_size characters. Each window ends at the last paragraph break,
     else sentence end, in its second half, else at chunk_size; the next one starts chunk_overlap
@@ -88,15 +111,12 @@ class NoteStore:
             self._mark = "%s"
             self.backend = "postgres"
         else:
-            path = Path(path or ".knowledge-notes.sqlite")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
-            self._conn.execute("pragma journal_mode=wal")
+            self._conn = _open_sqlite(Path(path or ".knowledge-notes.sqlite"))
             self._mark = "?"
             self.backend = "sqlite"
-        for statement in _SCHEMA:
-            self._sql(statement if self.backend == "postgres" else statement.replace("bytea", "blob"))
         if self.backend == "postgres":
+            for statement in _SCHEMA:
+                self._sql(statement)
             # Notes are the tutor's own: no policy, so Supabase's anon/authenticated roles see nothing.
             for table in ("knowledge_notes", "knowledge_documents"):
                 self._sql(f"alter table {table} enable row level security")

@@ -220,8 +220,21 @@ def list_concepts(conn, category=None, type=None) -> list[dict]:
     return [dict(zip(names, row)) for row in cur.fetchall()]
 
 
-def published_ids(conn) -> dict[str, str]:
-    """id -> content_hash of every published chunk (for validate)."""
-    if table_dimension(conn) is None:
-        return {}
-    return dict(conn.execute("select id, content_hash from knowledge_chunks").fetchall())
+def published_chunks(url: str) -> dict[str, dict]:
+    """id -> {id, material, anchor, url, content_hash} of every published chunk (for validate);
+    DatabaseError when the database holds no published set or cannot be read."""
+    import psycopg
+
+    with connect(url) as conn:
+        try:
+            if table_dimension(conn) is None:
+                raise DatabaseError(
+                    "the database holds no published chunks (no knowledge_chunks table). Fix: publish an artifact set "
+                    "first with 'knowledge-build publish --index DIR', or check that --database-url names the "
+                    "database you published to")
+            cur = conn.execute("select id, material, anchor, url, content_hash from knowledge_chunks")
+            names = [d.name for d in cur.description]
+            return {row[0]: dict(zip(names, row)) for row in cur.fetchall()}
+        except psycopg.Error as exc:
+            raise DatabaseError(f"cannot read the published chunks ({str(exc).strip()}). Fix: use a role that may "
+                                "read knowledge_chunks, or publish the artifacts again") from exc
