@@ -52,7 +52,8 @@ def _log_to_stderr() -> None:
 @click.option("--embedding-dimensions", type=int, help="openai: vector size to ask for (default: the model's).")
 @click.option("--base-url", help="openai-compatible: the server's URL, e.g. http://127.0.0.1:8000/v1.")
 @click.option("--batch-size", type=int, help="Passages per model call. Default: 16.")
-@click.option("--cache-dir", type=_PATH, help="Where embedded vectors are cached. Default: ~/.cache/knowledge-build.")
+@click.option("--cache-dir", type=_PATH, help="Where embedded vectors and lexical tokens are cached. "
+              "Default: ~/.cache/knowledge-build.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-v", "--verbose", is_flag=True, help="Also print informational diagnostics.")
 @_fail_on_library_errors

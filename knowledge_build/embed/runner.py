@@ -46,7 +46,17 @@ def embed_with_cache(embedder, texts_by_hash: dict[str, str], cache: VectorCache
     return vectors, stats
 
 
+class _NoProgress:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 def _progress(total: int, enabled: bool):
+    if not enabled or total == 0:
+        return _NoProgress()  # and tqdm is not even imported (a no-change rebuild)
     from tqdm import tqdm
 
     return tqdm(total=total, desc="embedding", unit="chunk", disable=not enabled or total == 0, leave=False)
