@@ -63,7 +63,7 @@ def lexical_text(chunk: Chunk) -> str:
 def lexical_fields(chunks: list[Chunk], cache: TokenCache | None = None) -> dict[str, list[list[str]]]:
     """Per field, per chunk (row i = chunk i), the tokens of title, learns and content.
     With a cache, only texts it has not seen under this ANALYZER are analysed."""
-    analyzed = analyze_cached([lexical_text(c) for c in chunks], analyze, ANALYZER, cache)
+    analyzed = analyze_cached([lexical_text(c) for c in chunks], analyze, ANALYZER, FIELDS, cache)
     return {name: [a[name] for a in analyzed] for name in FIELDS}
 
 

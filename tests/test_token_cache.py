@@ -83,6 +83,19 @@ def test_an_unreadable_token_cache_entry_is_analysed_again(site_dir, analysed):
     assert again == fresh
 
 
+def test_a_damaged_token_cache_file_is_a_warning_and_the_build_analyses_everything(site_dir, analysed, caplog):
+    config = load_config(site=site_dir)
+    fresh = _files(build(config, embedder=FakeEmbedder()))
+    (config.cache_dir / FILE_NAME).write_bytes(b"not an sqlite database " * 100)
+    for sidecar in config.cache_dir.glob(FILE_NAME + "-*"):
+        sidecar.unlink()
+    analysed.clear()
+    result = build(config, embedder=FakeEmbedder())
+    assert len(analysed) == len(result.chunks)
+    assert _files(result) == fresh
+    assert any("token cache" in r.getMessage() and "Fix: delete that file" in r.getMessage() for r in caplog.records)
+
+
 def test_lexical_json_holds_the_same_tokens_in_one_compact_line(site_dir):
     result = build(load_config(site=site_dir), embedder=FakeEmbedder())
     raw = (result.output / "lexical.json").read_text(encoding="utf-8")
