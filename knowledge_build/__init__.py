@@ -2,52 +2,44 @@
 for a static teaching-material site.
 
 The public API. The CLI, the MCP server, the Jekyll plugin and the tests use only this.
+Names are imported on first use (PEP 562), so `knowledge-build --help` loads none of numpy,
+lxml, yaml, faiss or the model.
 """
+
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
-from .artifacts import ArtifactSet, read_artifacts  # noqa: E402
-from .chunks import Chunk  # noqa: E402
-from .config import Config, load_config  # noqa: E402
-from .diagnostics import Diagnostic  # noqa: E402
-from .embed import Embedder, get_embedder  # noqa: E402
-from .errors import (ArtifactError, BuildFailed, ChecksumMismatch, ChunkNotFound,  # noqa: E402
-                     ConfigError, CountMismatch, DimensionMismatch, EmbedderMismatch,
-                     KnowledgeBuildError, SiteNotFound)
-from .pipeline import BuildResult, Extraction, build, extract  # noqa: E402
-from .ranking import SearchSettings  # noqa: E402
-from .search import KnowledgeIndex, SearchResult  # noqa: E402
-from .service import CircuitBreaker, SearchService  # noqa: E402
-from .store.notes import NoteStore  # noqa: E402
+# public name -> module that defines it
+_EXPORTS = {
+    "ArtifactSet": "artifacts", "read_artifacts": "artifacts",
+    "Chunk": "chunks",
+    "Config": "config", "load_config": "config",
+    "Diagnostic": "diagnostics",
+    "Embedder": "embed", "get_embedder": "embed",
+    "ArtifactError": "errors", "BuildFailed": "errors", "ChecksumMismatch": "errors", "ChunkNotFound": "errors",
+    "ConfigError": "errors", "CountMismatch": "errors", "DimensionMismatch": "errors",
+    "EmbedderMismatch": "errors", "KnowledgeBuildError": "errors", "SiteNotFound": "errors",
+    "BuildResult": "pipeline", "Extraction": "pipeline", "build": "pipeline", "extract": "pipeline",
+    "SearchSettings": "ranking",
+    "KnowledgeIndex": "search", "SearchResult": "search",
+    "CircuitBreaker": "service", "SearchService": "service",
+    "NoteStore": "store.notes",
+}
 
-__all__ = [
-    "ArtifactError",
-    "ArtifactSet",
-    "BuildFailed",
-    "BuildResult",
-    "ChecksumMismatch",
-    "Chunk",
-    "ChunkNotFound",
-    "CircuitBreaker",
-    "Config",
-    "ConfigError",
-    "CountMismatch",
-    "Diagnostic",
-    "DimensionMismatch",
-    "Embedder",
-    "EmbedderMismatch",
-    "Extraction",
-    "KnowledgeBuildError",
-    "KnowledgeIndex",
-    "NoteStore",
-    "SearchResult",
-    "SearchService",
-    "SearchSettings",
-    "SiteNotFound",
-    "__version__",
-    "build",
-    "extract",
-    "get_embedder",
-    "load_config",
-    "read_artifacts",
-]
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'knowledge_build' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return __all__

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from .diagnostics import Diagnostic
+from .kinds import LEVELS, learns_templates
 from .learns_gen import source_hash
 from .scan import KnowledgeElement, Page
 from .site import Site
 
-LEVELS = ("基礎", "標準", "発展")
 EXCERPT_CHARS = 100
 # Bump when the embedded text recipe changes: every vector is then recomputed.
 EMBED_TEXT_VERSION = "1"
@@ -164,14 +164,7 @@ _TITLE_SUFFIX = re.compile(r"(とは|について|の定義)$")
 def heuristic_learns(element: KnowledgeElement) -> tuple[str, ...]:
     """3–5 action-oriented items from the title, the type and the box's own list items."""
     topic = _TITLE_SUFFIX.sub("", element.title).strip() or element.title
-    templates = {
-        "rule": [f"「{topic}」の内容を理解する", f"「{topic}」を使って問題を解く"],
-        "method": [f"「{topic}」の手順を身につける", f"「{topic}」を使って問題を解く"],
-        "definition": [f"「{topic}」の意味を説明できる", f"「{topic}」を具体例で確かめる"],
-        "example": [f"「{topic}」を例題で確認する", "解き方の流れを自分で再現する"],
-        "tip": [f"「{topic}」を意識してミスを防ぐ", "つまずきやすい点を確認する"],
-    }[element.type]
-    items = list(templates)
+    items = [template.format(topic=topic) for template in learns_templates(element.type)]
     # The box's own list items say best what it teaches; long ones would be cut mid-formula.
     for item in element.list_items:
         if len(item) <= 40 and item not in items:

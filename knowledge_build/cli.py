@@ -16,6 +16,7 @@ import click
 import knowledge_build as kb
 
 from .cli_common import _PATH, _fail_on_library_errors, _print_diagnostics
+from .kinds import LEVELS, TYPES
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -48,21 +49,26 @@ def _log_to_stderr() -> None:
 @click.option("--baseurl", help="URL prefix of the site. Default: baseurl in _config.yml.")
 @click.option("--embedder", type=click.Choice(["local", "openai", "openai-compatible"]),
               help="Embedding provider. Default: local.")
-@click.option("--embedding-model", help="openai: model name (default text-embedding-3-small).")
+@click.option("--embedding-model", help="openai: model name (default text-embedding-3-small); "
+              "openai-compatible: the server's model (default: the one its first answer names).")
 @click.option("--embedding-dimensions", type=int, help="openai: vector size to ask for (default: the model's).")
 @click.option("--base-url", help="openai-compatible: the server's URL, e.g. http://127.0.0.1:8000/v1.")
-@click.option("--batch-size", type=int, help="Passages per model call. Default: 16.")
+@click.option("--batch-size", type=int,
+              help="Passages per model call or request. Default: the embedder's (16 local, 256 OpenAI).")
+@click.option("--embedding-timeout", type=float,
+              help="openai, openai-compatible: seconds to wait for each request. Default: 600.")
 @click.option("--cache-dir", type=_PATH, help="Where embedded vectors and lexical tokens are cached. "
               "Default: ~/.cache/knowledge-build.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-v", "--verbose", is_flag=True, help="Also print informational diagnostics.")
 @_fail_on_library_errors
-def build(site, output, baseurl, embedder, embedding_model, embedding_dimensions, base_url, batch_size, cache_dir,
-          fmt, verbose):
+def build(site, output, baseurl, embedder, embedding_model, embedding_dimensions, base_url, batch_size,
+          embedding_timeout, cache_dir, fmt, verbose):
     """Scan the site, embed new or changed chunks, and write the artifact set."""
     config = kb.load_config(site=site, output=output, baseurl=baseurl, embedder=embedder,
                             embedding_model=embedding_model, embedding_dimensions=embedding_dimensions,
-                            base_url=base_url, batch_size=batch_size, cache_dir=cache_dir)
+                            base_url=base_url, batch_size=batch_size, embedding_timeout=embedding_timeout,
+                            cache_dir=cache_dir)
     result = kb.build(config, progress=fmt == "text" and sys.stderr.isatty())
     _print_diagnostics(result.diagnostics, verbose)
     summary = _build_summary(result)
@@ -94,10 +100,10 @@ def _build_summary(result) -> dict:
 @click.argument("query", required=False)
 @click.option("--index", "index_dir", type=_PATH, required=True, help="Artifact directory (…/knowledge/v1).")
 @click.option("-k", "--k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="Number of results.")
-@click.option("--type", "type_", type=click.Choice(["rule", "method", "definition", "example", "tip"]))
+@click.option("--type", "type_", type=click.Choice(TYPES))
 @click.option("--category", help="Only chunks of this category (front matter 'category').")
 @click.option("--material", help="Only chunks of this material (page file name without .html).")
-@click.option("--level", type=click.Choice(["基礎", "標準", "発展"]))
+@click.option("--level", type=click.Choice(LEVELS))
 @click.option("--mode", type=click.Choice(["hybrid", "dense", "lexical"]), default="hybrid", show_default=True)
 @click.option("--min-similarity", type=click.FloatRange(0, 1), help="Drop results whose dense cosine is lower.")
 @click.option("--queries", type=click.File("r", encoding="utf-8"),
@@ -170,7 +176,7 @@ def _report_diagnostics(diagnostics, fmt: str, strict: bool, summary: dict) -> N
             if fmt == "github":
                 click.echo(github_annotation(d, display_path(d.path)))
             else:
-                click.echo(d.format().replace(d.path, display_path(d.path), 1))
+                click.echo(d.format(display_path(d.path)))
         if fmt == "text":
             click.echo(f"{errors} error(s), {warnings} warning(s).")
     if errors or (strict and warnings):
@@ -215,22 +221,35 @@ def suggest_ids(paths, site, write, fmt):
 
     plans = plans_for(kb.load_config(site=site), paths)
     suggestions = [s for plan in plans for s in plan.suggestions]
+    refused = [plan.refused for plan in plans if plan.refused is not None]
     written = files = 0
     if write:
         written, files = write_suggestions(plans)
     if fmt == "json":
         click.echo(json.dumps({"suggestions": [{**s.to_dict(), "path": display_path(str(s.path))} for s in suggestions],
+                               "refused": [{**d.to_dict(), "path": display_path(d.path)} for d in refused],
                                "written": written, "files_changed": files}, ensure_ascii=False, indent=2))
-        return
+    else:
+        _print_suggestions(suggestions, write, written, files, bool(refused))
+    for d in refused:
+        click.echo(d.format(display_path(d.path)), err=True)
+    if refused:
+        sys.exit(1)
+
+
+def _print_suggestions(suggestions, write: bool, written: int, files: int, refused: bool) -> None:
+    from .diagnostics import printable, printable_path
+    from .lint import display_path
+
     for s in suggestions:
-        note = f"  (has id '{s.existing_id}': rename by hand)" if s.existing_id else ""
-        click.echo(f"{display_path(str(s.path))}:{s.line}:{s.col}: {s.box_class} 「{s.title}」 -> {s.id}  "
-                   f"[{s.reason}]{note}")
+        note = f"  (has id '{printable(s.existing_id)}': rename by hand)" if s.existing_id else ""
+        click.echo(f"{printable_path(display_path(str(s.path)))}:{s.line}:{s.col}: {s.box_class} 「{printable(s.title)}」 "
+                   f"-> {s.id}  [{printable(s.reason)}]{note}")
     if write:
         click.echo(f"Wrote {written} id(s) into {files} file(s).")
     elif suggestions:
         click.echo(f"{len(suggestions)} suggestion(s). Run again with --write to insert them.")
-    else:
+    elif not refused:
         click.echo("Every knowledge box has an id.")
 
 

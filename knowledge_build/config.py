@@ -10,11 +10,11 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-import yaml
-
 from .errors import ConfigError
+from .kinds import BOX_CLASSES
+from .yamlfile import load_file as load_yaml_file
 
-DEFAULT_BOX_CLASSES = ("rule-box", "method-box", "def-box", "tip-box", "example-box")
+DEFAULT_BOX_CLASSES = BOX_CLASSES
 EMBEDDERS = ("local", "openai", "openai-compatible")
 
 
@@ -27,7 +27,8 @@ class Config:
     embedding_model: str | None = None  # openai: text-embedding-3-small by default
     embedding_dimensions: int | None = None
     base_url: str | None = None  # an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1
-    batch_size: int = 16
+    batch_size: int | None = None  # per model call or request; None: the embedder's own (16 local, 256 OpenAI)
+    embedding_timeout: float | None = None  # seconds per request to a remote embedder; None: 600
     cache_dir: Path = field(default_factory=lambda: _default_cache_dir())
     box_classes: tuple[str, ...] = DEFAULT_BOX_CLASSES
     exclude: tuple[str, ...] = ()  # glob patterns, relative to the site
@@ -60,6 +61,7 @@ _ENV = {
     "KB_EMBEDDING_MODEL": "embedding_model",
     "KB_EMBEDDING_DIMENSIONS": "embedding_dimensions",
     "KB_BASE_URL": "base_url",
+    "KB_EMBEDDING_TIMEOUT": "embedding_timeout",
 }
 _PATHS = ("site", "output", "cache_dir", "glossary", "generated_learns")
 _SEVERITIES = ("error", "warning", "off")
@@ -92,10 +94,7 @@ def _read_file(cwd: Path) -> tuple[dict, str]:
     for name in ("knowledge.yml", "knowledge.yaml"):
         path = cwd / name
         if path.is_file():
-            try:
-                data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-            except yaml.YAMLError as exc:
-                raise ConfigError(f"{path}: not valid YAML ({exc}). Fix the syntax.") from exc
+            data = load_yaml_file(path).data or {}
             if not isinstance(data, dict):
                 raise ConfigError(f"{path}: expected a mapping of settings at the top level.")
             return _relative_paths(data, cwd), str(path)
@@ -149,6 +148,8 @@ def _coerce_one(key: str, value, origin: str):
         if number < 1:
             raise ConfigError(f"{origin}: batch_size must be a positive integer, got {value!r}.")
         return number
+    if key == "embedding_timeout":
+        return positive_seconds(value, origin)
     if key == "embedder":
         if value not in EMBEDDERS:
             raise ConfigError(
@@ -160,3 +161,13 @@ def _coerce_one(key: str, value, origin: str):
             value = [v.strip() for v in value.split(",") if v.strip()]
         return tuple(value)
     return value
+
+
+def positive_seconds(value, origin: str) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = 0.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise ConfigError(f"{origin}: embedding_timeout must be a positive number of seconds, got {value!r}.")
+    return seconds

@@ -9,6 +9,7 @@ paired in document order, and a page where they disagree is refused rather than 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -17,31 +18,17 @@ from html.parser import HTMLParser
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
 from .artifacts import atomic_write
+from .diagnostics import Diagnostic
 from .errors import ConfigError, KnowledgeBuildError
-from .scan import KNOWLEDGE_ID, Page
+from .kinds import ALLOWED_PREFIXES, BY_TYPE, CLASS_PREFIX, KNOWLEDGE_ID, PREFIXES, TITLE_WORD_ORDER
+from .scan import Page
 from .text_ja import strip_label
+from .yamlfile import load as load_yaml
+from .yamlfile import load_file as load_yaml_file
 
-ID_PATTERN = re.compile(r"^(rule|method|def|ex|tip)-[a-z0-9]+(-[a-z0-9]+)*$")
-# Which id prefixes each box class may carry; a method- id in a rule-box is normal.
-ALLOWED_PREFIXES = {
-    "rule-box": ("rule", "method", "def"),
-    "method-box": ("method",),
-    "def-box": ("def",),
-    "tip-box": ("tip",),
-    "example-box": ("ex",),
-}
-_CLASS_PREFIX = {"rule-box": "rule", "method-box": "method", "def-box": "def", "tip-box": "tip", "example-box": "ex"}
 # Title words that name the kind of box, checked in this order.
-_TITLE_PREFIX = (
-    ("ex", ("例題",)),
-    ("method", ("解き方", "方法", "手順", "やり方", "求め方")),
-    ("def", ("とは", "定義")),
-    ("tip", ("コツ", "ポイント", "注意", "間違")),
-    ("rule", ("公式", "定理", "法則")),
-)
+_TITLE_PREFIX = tuple((BY_TYPE[t].prefix, BY_TYPE[t].words) for t in TITLE_WORD_ORDER)
 MAX_SLUG_WORDS = 4
 MAX_SLUG_CHARS = 40
 
@@ -52,10 +39,11 @@ class FileChanged(KnowledgeBuildError):
                          "Run 'knowledge-build suggest-ids --write' again.")
 
 
-class BoxesNotLocated(KnowledgeBuildError):
-    def __init__(self, path, found, expected):
-        super().__init__(f"{path}: found {found} box start tags without an id where the page scan found "
-                         f"{expected}; the file is left unchanged. Add the ids by hand for this page.")
+class PageNotWritable(KnowledgeBuildError):
+    def __init__(self, path, reason, written_before: int):
+        done = f" ({written_before} other file(s) were already updated)" if written_before else ""
+        super().__init__(f"{path}: cannot write the ids ({reason}); the file is unchanged{done}. Fix: make the "
+                         "file and its directory writable (the file is replaced via a temporary file beside it).")
 
 
 @dataclass(frozen=True)
@@ -64,7 +52,9 @@ class Tag:
     line: int
     col: int  # 1-based
     offset: int  # character offset of '<' in the text
-    attrs: dict
+    attrs: dict  # the first value of each attribute, as browsers and lxml take it
+    end_line: int = 0  # line of the tag's closing '>' (where lxml says the element is)
+    repeated: tuple[str, ...] = ()  # attributes written more than once
 
     @property
     def id(self) -> str:
@@ -76,6 +66,9 @@ class Tag:
 
 
 class _TagLocator(HTMLParser):
+    # Like libxml2 and browsers, no tags are seen inside these (their content is text).
+    CDATA_CONTENT_ELEMENTS = ("script", "style", "textarea", "title", "xmp", "iframe")
+
     def __init__(self, line_starts: list[int]):
         super().__init__(convert_charrefs=True)
         self.tags: list[Tag] = []
@@ -84,7 +77,14 @@ class _TagLocator(HTMLParser):
     def handle_starttag(self, tag, attrs):
         line, col = self.getpos()
         offset = self._line_starts[line - 1] + col
-        self.tags.append(Tag(tag, line, col + 1, offset, {k: (v or "") for k, v in attrs}))
+        first: dict = {}
+        repeated = []
+        for key, value in attrs:
+            if key in first:
+                repeated.append(key)
+            first.setdefault(key, value or "")
+        end_line = line + (self.get_starttag_text() or "").count("\n")
+        self.tags.append(Tag(tag, line, col + 1, offset, first, end_line, tuple(dict.fromkeys(repeated))))
 
     handle_startendtag = handle_starttag
 
@@ -131,28 +131,30 @@ class PagePlan:
     path: Path
     sha256: str
     suggestions: list[Suggestion] = field(default_factory=list)
+    refused: Diagnostic | None = None  # why no ids can be written to this page (nothing is planned)
 
 
 def load_glossary(extra: Path | None = None) -> dict[str, str]:
     text = resources.files("knowledge_build.data").joinpath("glossary.yml").read_text(encoding="utf-8")
-    glossary = dict(yaml.safe_load(text))
+    glossary = dict(load_yaml(text, "glossary.yml").data)
     if extra is not None:
-        try:
-            glossary.update(yaml.safe_load(Path(extra).read_text(encoding="utf-8")) or {})
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"glossary {extra} cannot be read ({exc}); it must map terms to slugs.") from exc
+        doc = load_yaml_file(extra)
+        if not isinstance(doc.data or {}, dict):
+            raise ConfigError(f"{extra}:{doc.line()}: the glossary must map terms to slugs. "
+                              "Fix: write it as 'term: slug' lines.")
+        glossary.update(doc.data or {})
     return {unicodedata.normalize("NFKC", str(k)): _slugify_ascii(str(v)) for k, v in glossary.items()}
 
 
 def choose_prefix(box: str, title: str) -> tuple[str, str]:
     """The id prefix for a box, and why."""
-    allowed = ALLOWED_PREFIXES.get(box, tuple(_CLASS_PREFIX.values()))
+    allowed = ALLOWED_PREFIXES.get(box, PREFIXES)
     for prefix, words in _TITLE_PREFIX:
         word = next((w for w in words if w in title), None)
         if word and prefix in allowed:
             return prefix, f"{prefix}- from the title word 「{word}」"
-    if box in _CLASS_PREFIX:
-        return _CLASS_PREFIX[box], f"{_CLASS_PREFIX[box]}- from the box class {box}"
+    if box in CLASS_PREFIX:
+        return CLASS_PREFIX[box], f"{CLASS_PREFIX[box]}- from the box class {box}"
     return "rule", "rule- by default (no box class or title word says otherwise)"
 
 
@@ -233,15 +235,33 @@ def _limit(slug: str) -> str:
 
 
 def plan_page(page: Page, box_classes, glossary: dict[str, str]) -> PagePlan:
-    """Suggestions for every box of the page that has no knowledge id."""
+    """Suggestions for every box of the page that has no knowledge id.
+
+    A page whose boxes cannot be tied to their exact start tags is refused (`plan.refused`),
+    never guessed: ids would land on the wrong box.
+    """
+    if page.unreadable:
+        first = next((d for d in page.diagnostics if d.severity == "error"), None)
+        return PagePlan(page.path, "", refused=first or _refusal(page, 1, 1, "page-unreadable",
+                                                                 "the page cannot be read", "fix the file"))
     raw = page.path.read_bytes()
     plan = PagePlan(page.path, hashlib.sha256(raw).hexdigest())
     if not page.unanchored:
         return plan
     tags = locate_tags(raw.decode("utf-8"))
+    ambiguous = next((t for t in tags if {"id", "class"} & set(t.repeated)), None)
+    if ambiguous is not None:
+        plan.refused = duplicate_attribute(page.path, ambiguous)
+        return plan
     boxes = [t for t in tags if box_class(t, box_classes) and not KNOWLEDGE_ID.match(t.id)]
-    if len(boxes) != len(page.unanchored):
-        raise BoxesNotLocated(page.path, len(boxes), len(page.unanchored))
+    lines = [b.end_line for b in boxes]
+    if lines != [box.line for box in page.unanchored]:
+        line = next((b.line for b, u in zip(boxes, page.unanchored) if b.end_line != u.line), 1)
+        plan.refused = _refusal(page, line, 1, "boxes-not-located",
+                                f"found {len(boxes)} box start tags without an id where the page scan found "
+                                f"{len(page.unanchored)} (or at other lines); no ids are written to this page",
+                                "add the ids by hand, or correct the markup near this line")
+        return plan
     taken = {t.id for t in tags if t.id}
     for tag, box in zip(boxes, page.unanchored):
         prefix, reason = choose_prefix(box.box_class, box.title)
@@ -253,6 +273,18 @@ def plan_page(page: Page, box_classes, glossary: dict[str, str]) -> PagePlan:
     return plan
 
 
+def duplicate_attribute(path: Path, tag: Tag) -> Diagnostic:
+    name = next(a for a in ("class", "id") if a in tag.repeated)
+    return Diagnostic(str(path), tag.line, tag.col, "error", "duplicate-attribute",
+                      f"<{tag.name}> has more than one {name} attribute; browsers use the first "
+                      f"({name}=\"{tag.attrs[name]}\") and the id tools refuse to guess",
+                      f"merge them into one {name} attribute")
+
+
+def _refusal(page: Page, line: int, col: int, rule: str, message: str, fix: str) -> Diagnostic:
+    return Diagnostic(str(page.path), line, col, "error", rule, message, fix)
+
+
 def _unique(candidate: str, taken: set[str]) -> str:
     if candidate not in taken:
         return candidate
@@ -262,20 +294,38 @@ def _unique(candidate: str, taken: set[str]) -> str:
     return f"{candidate}-{n}"
 
 
-def write_plan(plan: PagePlan) -> int:
+def write_plan(plan: PagePlan, written_before: int = 0) -> int:
     """Insert the planned ids; every other byte stays. Refuses a file changed since planning.
 
     Boxes that already have a (non-knowledge) id are skipped: a second id attribute would be
-    invalid HTML and replacing the old one would break links to it.
+    invalid HTML and replacing the old one would break links to it. A page that is a symlink
+    keeps being one: the ids go into the file it points to.
     """
     todo = [s for s in plan.suggestions if s.writable]
-    if not todo:
+    if not todo or plan.refused is not None:
         return 0
-    raw = plan.path.read_bytes()
+    target = plan.path.resolve()
+    try:
+        raw = target.read_bytes()
+    except OSError:
+        raise FileChanged(plan.path) from None
     if hashlib.sha256(raw).hexdigest() != plan.sha256:
         raise FileChanged(plan.path)
     text = raw.decode("utf-8")
     for s in sorted(todo, key=lambda s: s.offset, reverse=True):
         text = text[:s.offset] + f' id="{s.id}"' + text[s.offset:]
-    atomic_write(plan.path, text.encode("utf-8"))
+    try:
+        atomic_write(target, text.encode("utf-8"))
+    except OSError as exc:
+        raise PageNotWritable(plan.path, exc.strerror or exc, written_before) from None
     return len(todo)
+
+
+def check_writable(plans: list[PagePlan]) -> None:
+    """Refuse before writing anything when a file to change, or its directory, is read-only."""
+    for plan in plans:
+        if plan.refused is None and any(s.writable for s in plan.suggestions):
+            target = plan.path.resolve()
+            for where in (target, target.parent):
+                if not os.access(where, os.W_OK):
+                    raise PageNotWritable(plan.path, f"{where} is read-only", 0)

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from .errors import KnowledgeBuildError
+from .yamlfile import load_file as load_yaml_file
 
 log = logging.getLogger("knowledge_build.learns")
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -37,7 +38,7 @@ def load_generated(path: Path) -> dict:
     path = Path(path)
     if not path.is_file():
         return {}
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = load_yaml_file(path).data or {}
     return data if isinstance(data, dict) else {}
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from .config import Config
-from .diagnostics import Diagnostic
-from .ids import (ALLOWED_PREFIXES, ID_PATTERN, PagePlan, Tag, box_class, load_glossary, locate_tags,
-                  plan_page)
+from .diagnostics import Diagnostic, printable
+from .ids import PagePlan, Tag, box_class, duplicate_attribute, load_glossary, locate_tags, plan_page
 from .pipeline import Extraction, extract
-from .scan import KNOWLEDGE_ID, Page
+from .kinds import ALLOWED_PREFIXES, ID_PATTERN, KNOWLEDGE_ID
+from .scan import Page
 
 SEVERITY_SETTINGS = ("error", "warning", "off")
 
@@ -36,7 +36,7 @@ class CheckResult:
 def check_site(config: Config) -> CheckResult:
     extraction = extract(config)
     glossary = load_glossary(config.glossary)
-    pages = [p for p in extraction.pages if not _unreadable(p)]
+    pages = [p for p in extraction.pages if not p.unreadable]
     tags = {p.path: locate_tags(p.path.read_text(encoding="utf-8")) for p in pages}
     by_url = {_strip_index(p.url_path): p for p in pages}
     diagnostics = list(extraction.diagnostics)
@@ -44,16 +44,14 @@ def check_site(config: Config) -> CheckResult:
     for page in pages:
         plan = plan_page(page, config.box_classes, glossary)
         plans.append(plan)
+        if plan.refused is not None and plan.refused.rule == "boxes-not-located":
+            diagnostics.append(plan.refused)  # duplicate attributes are reported by _id_rules
         diagnostics += _missing_ids(plan, config.missing_id)
         diagnostics += _id_rules(page, tags[page.path], config)
         diagnostics += _links(page, tags[page.path], extraction, by_url, tags)
         diagnostics += _toc(page, tags[page.path])
     diagnostics.sort(key=lambda d: (d.path, d.line, d.col, d.rule))
     return CheckResult(diagnostics, plans, len(extraction.pages), extraction)
-
-
-def _unreadable(page: Page) -> bool:
-    return any(d.rule == "invalid-utf8" for d in page.diagnostics)
 
 
 def _missing_ids(plan: PagePlan, severity: str) -> list[Diagnostic]:
@@ -77,6 +75,8 @@ def _id_rules(page: Page, tags: list[Tag], config: Config) -> list[Diagnostic]:
     out = []
     seen: dict[str, Tag] = {}
     for tag in tags:
+        if {"id", "class"} & set(tag.repeated):
+            out.append(duplicate_attribute(page.path, tag))
         if not tag.id:
             continue
         if KNOWLEDGE_ID.match(tag.id) and not ID_PATTERN.match(tag.id):
@@ -152,40 +152,54 @@ def _diag(page: Page, tag: Tag, severity: str, rule: str, message: str, fix: str
 
 
 def github_annotation(d: Diagnostic, path: str) -> str:
+    """A workflow command; values escaped as GitHub's runner expects, so a file name or message
+    cannot end the command early or forge another one."""
     level = {"error": "error", "warning": "warning"}.get(d.severity, "notice")
-    text = f"{d.message}. Fix: {d.fix}" if d.fix else d.message
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return f"::{level} file={path},line={d.line},col={d.col},title={d.rule}::{text}"
+    text = printable(f"{d.message}. Fix: {d.fix}" if d.fix else d.message, keep_newlines=True)
+    props = f"file={_escape_property(path)},line={d.line},col={d.col},title={_escape_property(printable(d.rule))}"
+    return f"::{level} {props}::{_escape_data(text)}"
+
+
+def _escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
 def display_path(path: str, cwd: Path | None = None) -> str:
+    """`path` relative to the working directory when it is under it; a symlink is named, not followed."""
     cwd = (cwd or Path.cwd()).resolve()
     try:
-        return str(Path(path).resolve().relative_to(cwd))
+        return str((Path(path).parent.resolve() / Path(path).name).relative_to(cwd))
     except ValueError:
         return path
 
 
 def write_suggestions(plans: list[PagePlan]) -> tuple[int, int]:
-    """Write every plan; returns (ids written, files changed)."""
-    from .ids import write_plan
+    """Write every plan; returns (ids written, files changed). Read-only targets are refused
+    before any file is touched."""
+    from .ids import check_writable, write_plan
 
+    check_writable(plans)
     written = files = 0
     for plan in plans:
-        n = write_plan(plan)
+        n = write_plan(plan, files)
         written += n
         files += bool(n)
     return written, files
 
 
 def plans_for(config: Config, paths=()) -> list[PagePlan]:
-    """Id suggestions for the given pages or directories (default: the whole site)."""
+    """Id suggestions for the given pages or directories (default: the whole site); a page that
+    cannot be planned has `refused` set."""
     if config.site is None and paths:
         config = config.with_overrides(site=_site_root(Path(paths[0])))
     extraction = extract(config)
     wanted = [Path(p).resolve() for p in paths]
-    pages = [p for p in extraction.pages if not _unreadable(p)
-             and (not wanted or any(p.path == w or p.path.is_relative_to(w) for w in wanted))]
+    pages = [p for p in extraction.pages
+             if not wanted or any(p.path.resolve() == w or p.path.resolve().is_relative_to(w) for w in wanted)]
     glossary = load_glossary(config.glossary)
     return [plan_page(page, config.box_classes, glossary) for page in pages]
 

@@ -76,7 +76,7 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
     chunks = extraction.chunks
     embedder = embedder or get_embedder(config.embedder, model=config.embedding_model,
                                         dimensions=config.embedding_dimensions, base_url=config.base_url,
-                                        batch_size=config.batch_size)
+                                        batch_size=config.batch_size, timeout=config.embedding_timeout)
     vectors, stats = embed_chunks(chunks, embedder, config, progress)
     site = extraction.site
     with TokenCache(Path(config.cache_dir) / TOKENS_FILE) as token_cache:

@@ -8,15 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-TYPES = ("rule", "method", "definition", "example", "tip")
-# Words by which a query asks for one kind of box (the same cues as the id prefixes).
-_INTENT_WORDS = {
-    "rule": ("公式", "定理", "法則", "性質"),
-    "method": ("解き方", "やり方", "方法", "手順"),
-    "definition": ("とは", "意味", "定義"),
-    "tip": ("コツ", "ポイント", "注意", "間違"),
-    "example": ("例題", "例を"),
-}
+from .kinds import KINDS
+
+# Words by which a query asks for one kind of box: the same words that name a box's kind.
+_INTENT_WORDS = {k.type: k.words for k in KINDS}
 
 
 FUSIONS = ("dbsf", "rrf")
@@ -87,8 +82,8 @@ def intended_type(query: str) -> str | None:
 
 
 def type_weights(query: str, settings: SearchSettings) -> dict[str, float]:
-    """Multipliers of the fused score by chunk type for this query."""
-    weights = dict.fromkeys(TYPES, 1.0)
+    """Multipliers of the fused score by chunk type for this query (a type missing here weighs 1)."""
+    weights = dict.fromkeys(_INTENT_WORDS, 1.0)
     wanted = intended_type(query)
     if wanted != "example":
         weights["example"] = settings.example_weight

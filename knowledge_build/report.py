@@ -10,9 +10,8 @@ from pathlib import Path
 
 from .config import Config
 from .errors import ArtifactError
+from .kinds import TYPES
 from .lint import check_site, display_path
-
-TYPES = ("rule", "method", "definition", "tip", "example")
 
 
 def coverage(config: Config, index_dir: Path | None = None) -> dict:

@@ -13,19 +13,14 @@ from pathlib import Path
 
 import lxml.etree
 import lxml.html
-import yaml
 
 from .diagnostics import Diagnostic
+from .kinds import KNOWLEDGE_ID, type_of_id
+from .readfile import UnreadableFile, read_regular_file
 from .site import Site, permalink, source_page_for
+from .yamlfile import YamlError
+from .yamlfile import load as load_yaml
 
-ID_PREFIX_TYPES = {
-    "rule": "rule",
-    "method": "method",
-    "def": "definition",
-    "ex": "example",
-    "tip": "tip",
-}
-KNOWLEDGE_ID = re.compile(r"^(rule|method|def|ex|tip)-")
 _SKIPPED_TAGS = {"script", "style", "svg", "template", "noscript", "math"}
 _BLOCK_TAGS = {
     "address", "article", "aside", "blockquote", "br", "dd", "details", "div", "dl", "dt",
@@ -79,6 +74,7 @@ class Page:
     elements: list[KnowledgeElement] = field(default_factory=list)
     unanchored: list[UnanchoredBox] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    unreadable: bool = False  # the file could not be read or decoded: nothing else is known
 
 
 def scan_page(site: Site, path: Path, box_classes=()) -> Page:
@@ -108,7 +104,13 @@ def _diag(page, line, col, severity, rule, message, fix="") -> Diagnostic:
 
 
 def _read_text(page: Page) -> str | None:
-    raw = page.path.read_bytes()
+    try:
+        raw = read_regular_file(page.path)
+    except UnreadableFile as exc:
+        page.unreadable = True
+        page.diagnostics.append(_diag(page, 1, 1, "error", "page-unreadable",
+                                      f"the page cannot be read ({exc.reason})", exc.fix))
+        return None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -117,6 +119,7 @@ def _read_text(page: Page) -> str | None:
         page.diagnostics.append(_diag(page, line, col, "error", "invalid-utf8",
                                       f"invalid UTF-8 byte 0x{raw[exc.start]:02x}",
                                       "re-save the file as UTF-8 (Jekyll's encoding is UTF-8)"))
+        page.unreadable = True
         return None
     return text.removeprefix("\ufeff")
 
@@ -139,52 +142,90 @@ def _split_front_matter(page: Page, text: str) -> tuple[str, int]:
 
 def _parse_yaml(page: Page, block: str, first_line: int) -> dict:
     try:
-        data = yaml.safe_load(block) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = first_line + (mark.line if mark else 0)
-        page.diagnostics.append(_diag(page, line, (mark.column + 1) if mark else 1, "error",
-                                      "front-matter-yaml", f"front matter is not valid YAML: {getattr(exc, 'problem', exc)}",
-                                      "fix the YAML between the '---' lines"))
+        doc = load_yaml(block, page.path, first_line)
+    except YamlError as exc:
+        page.diagnostics.append(exc.diagnostic("front-matter-yaml"))
         return {}
-    if not isinstance(data, dict):
+    if doc.data is None:
+        return {}
+    if not isinstance(doc.data, dict):
         page.diagnostics.append(_diag(page, first_line, 1, "error", "front-matter-yaml",
                                       "front matter must be a mapping of keys to values",
                                       "write it as 'key: value' lines"))
         return {}
+    return _checked_front_matter(page, doc)
+
+
+# Front matter keys the tool reads, and the shape each must have.
+_SCALAR_KEYS = ("title", "permalink", "level", "category")
+_LIST_OF_MAPPINGS_KEYS = {"related": "- title: …\\n    url: /page.html\\n    type: prerequisite",
+                          "toc": "- id: section-id\\n    title: …"}
+
+
+def _checked_front_matter(page: Page, doc) -> dict:
+    """The front matter with keys of the wrong shape left out, each a warning on its line."""
+    data = dict(doc.data)
+
+    def drop(keys, message, fix):
+        page.diagnostics.append(_diag(page, doc.line(*keys), 1, "warning", "front-matter-shape", message, fix))
+
+    for key in _SCALAR_KEYS:
+        if isinstance(data.get(key), (dict, list)):
+            drop((key,), f"front matter '{key}' must be a single value, not a "
+                 f"{'list' if isinstance(data[key], list) else 'mapping'}; it is ignored", f"write '{key}: value'")
+            del data[key]
+    for key, example in _LIST_OF_MAPPINGS_KEYS.items():
+        value = data.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            drop((key,), f"front matter '{key}' must be a list of entries, not {type(value).__name__} "
+                 f"{str(value)[:40]!r}; it is ignored", f"write it as '{key}:\\n  {example}'")
+            del data[key]
+            continue
+        bad = [i for i, item in enumerate(value) if not isinstance(item, dict)]
+        for i in bad:
+            drop((key, i), f"front matter '{key}' entry {i + 1} is not a mapping; it is ignored",
+                 f"write each entry as '{example}'")
+        data[key] = [item for item in value if isinstance(item, dict)]
     return data
 
 
 def _front_matter_from_source(page: Page, source: Path) -> None:
-    text = source.read_text(encoding="utf-8", errors="replace")
     shadow = Page(path=source, rel="", material=page.material, url_path="")
-    _split_front_matter(shadow, text)
+    text = _read_text(shadow)
+    if text is not None:
+        _split_front_matter(shadow, text)
     page.front_matter, page.has_front_matter = shadow.front_matter, shadow.has_front_matter
     page.diagnostics.extend(shadow.diagnostics)
 
 
 def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...]) -> None:
-    parser = lxml.html.HTMLParser(recover=True, remove_comments=True)
+    # huge_tree lifts libxml2's 10 MB text-node and 256-level limits (the files are the site's
+    # own); what still stops the parser is a FATAL entry, reported as an error below.
+    parser = lxml.html.HTMLParser(recover=True, remove_comments=True, huge_tree=True)
     try:
         root = lxml.html.document_fromstring(body, parser=parser)
     except (lxml.etree.ParserError, ValueError) as exc:
         page.diagnostics.append(_diag(page, offset + 1, 1, "error", "html-unparsable",
                                       f"the HTML cannot be parsed ({exc})", "fix the markup"))
         return
-    for entry in parser.error_log:
-        if entry.level_name == "ERROR" and not _BENIGN_PARSER_MESSAGES.search(entry.message):
-            page.diagnostics.append(_diag(page, entry.line + offset, entry.column + 1, "warning",
-                                          "html-malformed", f"malformed HTML: {entry.message.strip()}",
-                                          "close or correct the tag; the box's text may be cut or merged"))
+    stopped = _parser_messages(page, parser.error_log, offset)
     if not page.front_matter.get("title"):
         page.title = _clean(" ".join(root.xpath("//title//text() | (//h1)[1]//text()")))
     seen: dict[str, int] = {}
+    box_lines: list[int] = []
+    counted = [0, 0]  # knowledge ids, box class names: what the cheap lost-box check compares
     for node in root.iter():
         if not isinstance(node.tag, str):
             continue
         node_id = node.get("id") or ""
         boxes = [c for c in (node.get("class") or "").split() if c in box_classes]
         line = (node.sourceline or 1) + offset
+        if boxes or KNOWLEDGE_ID.match(node_id):
+            box_lines.append(line)
+            counted[0] += bool(KNOWLEDGE_ID.match(node_id))
+            counted[1] += len(boxes)
         if KNOWLEDGE_ID.match(node_id):
             element = _element(page, node, node_id, line, boxes)
             if node_id in seen:
@@ -197,6 +238,53 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...])
                 page.elements.append(element)
         elif boxes:
             page.unanchored.append(UnanchoredBox(boxes[0], _title(node), line, node_id or None))
+    if not stopped:
+        _report_lost_boxes(page, body, offset, box_classes, box_lines, counted)
+
+
+def _parser_messages(page: Page, error_log, offset: int) -> bool:
+    """Report the parser's complaints; True when it stopped early (content after that is lost)."""
+    for entry in error_log:
+        line = entry.line + offset
+        if entry.level_name == "FATAL":
+            page.diagnostics.append(_diag(page, line, entry.column + 1, "error", "html-truncated",
+                                          f"the HTML parser stopped at line {line} ({entry.message.strip()}); "
+                                          "boxes after it are not indexed",
+                                          "nest elements less deeply (at most about 2,000 levels) or split the page"))
+            return True
+        if entry.level_name == "ERROR" and not _BENIGN_PARSER_MESSAGES.search(entry.message):
+            page.diagnostics.append(_diag(page, line, entry.column + 1, "warning",
+                                          "html-malformed", f"malformed HTML: {entry.message.strip()}",
+                                          "close or correct the tag; the box's text may be cut or merged"))
+    return False
+
+
+_KNOWLEDGE_ID_ATTR = re.compile(r"""\sid\s*=\s*["']?\s*(?:rule|method|def|ex|tip)-""", re.IGNORECASE)
+
+
+def _report_lost_boxes(page: Page, body: str, offset: int, box_classes, box_lines: list[int],
+                       counted: list[int]) -> None:
+    """Boxes the standard library's tokenizer sees but libxml2 dropped (it discards markup after
+    </html> without a message, for one) are errors, never a silent loss. A cheap count of id and
+    class attributes decides whether the second parse is needed at all."""
+    if (len(_KNOWLEDGE_ID_ATTR.findall(body)) <= counted[0]
+            and sum(body.count(c) for c in box_classes) <= counted[1]):
+        return
+    from .ids import box_class, locate_tags
+
+    found = list(box_lines)
+    for tag in locate_tags(body):
+        if not (KNOWLEDGE_ID.match(tag.id) or box_class(tag, box_classes)):
+            continue
+        line = tag.line + offset
+        if line in found:
+            found.remove(line)
+            continue
+        name = f"box '{tag.id}'" if tag.id else f"{box_class(tag, box_classes)} box"
+        page.diagnostics.append(_diag(page, line, tag.col, "error", "html-lost",
+                                      f"{name} is not in the parsed page (the HTML parser dropped it), "
+                                      "so it is not indexed",
+                                      "move it inside <body> and check the markup before it"))
 
 
 def _element(page: Page, node, node_id: str, line: int, boxes: list[str]) -> KnowledgeElement | None:
@@ -215,7 +303,7 @@ def _element(page: Page, node, node_id: str, line: int, boxes: list[str]) -> Kno
     items = tuple(_clean(_text(li)) for li in _descendants(node) if li.tag == "li")
     return KnowledgeElement(
         id=node_id,
-        type=ID_PREFIX_TYPES[node_id.split("-", 1)[0]],
+        type=type_of_id(node_id),
         title=title,
         text=text,
         line=line,
@@ -226,14 +314,18 @@ def _element(page: Page, node, node_id: str, line: int, boxes: list[str]) -> Kno
 
 
 def _descendants(node):
-    """Descendants in document order, not entering nested knowledge elements or skipped tags."""
-    for child in node:
+    """Descendants in document order, not entering nested knowledge elements or skipped tags.
+
+    Iterative: huge_tree pages may nest deeper than Python's recursion limit."""
+    stack = list(reversed(node))
+    while stack:
+        child = stack.pop()
         if not isinstance(child.tag, str) or child.tag in _SKIPPED_TAGS:
             continue
         if KNOWLEDGE_ID.match(child.get("id") or ""):
             continue
         yield child
-        yield from _descendants(child)
+        stack.extend(reversed(child))
 
 
 def _title(node) -> str:
@@ -254,18 +346,21 @@ def _text(node, skip_class: str = "") -> str:
 
 
 def _collect(node, parts: list[str], skip_class: str) -> None:
-    if node.text:
-        parts.append(node.text)
-    for child in node:
-        if isinstance(child.tag, str) and not _skip(child, skip_class):
-            block = child.tag in _BLOCK_TAGS
-            if block:
-                parts.append(" ")
-            _collect(child, parts, skip_class)
-            if block:
-                parts.append(" ")
-        if child.tail:
-            parts.append(child.tail)
+    """Append the text of `node` (not its tail); block elements are set apart by spaces."""
+    todo: list = [node]  # elements to open and strings to emit, last first
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            parts.append(item)
+            continue
+        if item.text:
+            parts.append(item.text)
+        for child in reversed(item):
+            if child.tail:
+                todo.append(child.tail)
+            if isinstance(child.tag, str) and not _skip(child, skip_class):
+                gap = [" "] if child.tag in _BLOCK_TAGS else []
+                todo += gap + [child] + gap
 
 
 def _skip(node, skip_class: str) -> bool:

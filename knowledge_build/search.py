@@ -145,7 +145,7 @@ class KnowledgeIndex:
         fused = fuse(channels, self.settings)
         if filters.get("type") is None:
             weights = type_weights(query, self.settings)
-            fused = {row: score * weights[self.chunks[row].type] for row, score in fused.items()}
+            fused = {row: score * weights.get(self.chunks[row].type, 1.0) for row, score in fused.items()}
         ordered = sorted(fused.items(), key=lambda item: (-item[1], self.chunks[item[0]].id))
         threshold = self.settings.min_similarity if min_similarity is None else min_similarity
         cosines = channels.get("dense", {})

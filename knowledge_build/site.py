@@ -7,13 +7,16 @@ exclude, destination), `_data/learns.yml`, and each page's permalink.
 from __future__ import annotations
 
 import fnmatch
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from .diagnostics import Diagnostic
 from .errors import SiteNotFound
+from .readfile import file_kind
+from .yamlfile import YamlDocument, YamlError
+from .yamlfile import load_file as load_yaml_file
 
 # Jekyll never renders these, whatever _config.yml says.
 _ALWAYS_SKIPPED_DIRS = {"node_modules", "vendor", ".git", ".bundle", ".knowledge-cache"}
@@ -60,53 +63,123 @@ def open_site(path: Path, baseurl: str | None = None, exclude=()) -> Site:
     return site
 
 
-def _load_yaml(site: Site, path: Path, rule: str):
-    """Parse a YAML file of the site; a syntax error becomes a diagnostic on its line."""
+def _load_yaml(site: Site, path: Path, rule: str) -> YamlDocument | None:
+    """Parse a YAML file of the site; any problem becomes a diagnostic on its line."""
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", -1) + 1
-        site.diagnostics.append(Diagnostic(str(path), max(line, 1), 1, "error", rule,
-                                           f"{path.name} cannot be read ({exc})", "fix the YAML syntax"))
+        return load_yaml_file(path)
+    except YamlError as exc:
+        site.diagnostics.append(exc.diagnostic(rule))
         return None
 
 
+def _shape_error(site: Site, doc: YamlDocument, keys: tuple, rule: str, message: str, fix: str) -> None:
+    site.diagnostics.append(Diagnostic(doc.path, doc.line(*keys), 1, "error", rule, message, fix))
+
+
 def _read_jekyll_config(site: Site, path: Path) -> None:
-    config = _load_yaml(site, path, "config-yaml")
+    doc = _load_yaml(site, path, "config-yaml")
+    config = doc.data if doc is not None else None
     if config is None:
         return
-    site.baseurl = str(config.get("baseurl") or "")
-    site.url = str(config.get("url") or "")
-    site.permalink_style = str(config.get("permalink") or "")
-    site.exclude = tuple(str(x) for x in config.get("exclude") or ())
+    if not isinstance(config, dict):
+        _shape_error(site, doc, (), "config-yaml", "_config.yml must be a mapping of settings",
+                     "write it as 'key: value' lines, e.g. 'baseurl: /my-site'")
+        return
+    site.baseurl = _config_text(site, doc, "baseurl")
+    site.url = _config_text(site, doc, "url")
+    site.permalink_style = _config_text(site, doc, "permalink")
+    exclude = config.get("exclude") or []
+    exclude = [exclude] if isinstance(exclude, str) else exclude
+    if not isinstance(exclude, list) or any(isinstance(x, (dict, list)) or x is None for x in exclude):
+        _shape_error(site, doc, ("exclude",), "config-yaml", "exclude must be a list of paths or patterns",
+                     "write it as 'exclude: [drafts/, \"*.tmp.html\"]'")
+        exclude = ()
+    site.exclude = tuple(str(x) for x in exclude)
     if site.kind == "source":
-        destination = config.get("destination") or "_site"
+        destination = _config_text(site, doc, "destination") or "_site"
         site.output_root = (site.root / destination).resolve()
 
 
+def _config_text(site: Site, doc: YamlDocument, key: str) -> str:
+    value = doc.data.get(key)
+    if isinstance(value, (dict, list)):
+        _shape_error(site, doc, (key,), "config-yaml", f"{key} must be a single value, not a "
+                     f"{'list' if isinstance(value, list) else 'mapping'}", f"write it as '{key}: value'")
+        return ""
+    return "" if value is None or value is False else str(value)
+
+
+_LEARNS_FIX = "write it as `material:\\n  anchor:\\n    - item`"
+
+
 def _read_learns(site: Site, path: Path) -> dict:
+    """material -> anchor -> items; entries of another shape are errors on their line and left out."""
     if not path.is_file():
         return {}
-    data = _load_yaml(site, path, "learns-yaml")
-    if data is not None and not isinstance(data, dict):
-        site.diagnostics.append(
-            Diagnostic(str(path), 1, 1, "error", "learns-yaml",
-                       "_data/learns.yml must map material -> anchor -> list of items",
-                       "restructure the file as `material:\\n  anchor:\\n    - item`")
-        )
+    doc = _load_yaml(site, path, "learns-yaml")
+    if doc is None or doc.data is None:
         return {}
-    return data or {}
+    if not isinstance(doc.data, dict):
+        _shape_error(site, doc, (), "learns-yaml", "_data/learns.yml must map material -> anchor -> list of items",
+                     "restructure the file as `material:\\n  anchor:\\n    - item`")
+        return {}
+    learns: dict = {}
+    for material, anchors in doc.data.items():
+        if anchors is None:
+            continue
+        if not isinstance(anchors, dict):
+            _shape_error(site, doc, (material,), "learns-yaml",
+                         f"learns of '{material}' must map anchors to lists of items", _LEARNS_FIX)
+            continue
+        for anchor, items in anchors.items():
+            if not isinstance(items, list) or any(isinstance(i, (dict, list)) or i is None for i in items):
+                _shape_error(site, doc, (material, anchor), "learns-yaml",
+                             f"learns of '{material}#{anchor}' must be a list of texts", _LEARNS_FIX)
+                continue
+            learns.setdefault(str(material), {})[str(anchor)] = items
+    return learns
 
 
 def find_pages(site: Site) -> list[Path]:
-    """HTML pages Jekyll would render (source) or has written (built), sorted."""
-    pages = []
-    for path in sorted(site.root.rglob("*.html")):
-        rel = path.relative_to(site.root)
-        if _skipped(site, rel):
-            continue
-        pages.append(path)
-    return pages
+    """HTML pages Jekyll would render (source) or has written (built), sorted.
+
+    Only regular files (or symlinks to them) are pages; anything else named *.html is skipped
+    with a diagnostic, and never opened (a FIFO would block forever).
+    """
+    def unreadable_directory(exc: OSError) -> None:  # rglob would skip it without a word
+        site.diagnostics.append(Diagnostic(str(exc.filename), 1, 1, "error", "directory-unreadable",
+                                           f"the directory cannot be read ({exc.strerror}); pages in it are not indexed",
+                                           f"make it readable (chmod a+rx '{exc.filename}')"))
+
+    candidates = []
+    for folder, dirs, files in os.walk(site.root, onerror=unreadable_directory):
+        base = Path(folder)
+        dirs[:] = [d for d in dirs if d.endswith(".html") or not _skipped(site, (base / d).relative_to(site.root))]
+        candidates += [base / name for name in dirs + files if name.endswith(".html")]
+    return [path for path in sorted(candidates)
+            if not _skipped(site, path.relative_to(site.root)) and _is_page_file(site, path)]
+
+
+def _is_page_file(site: Site, path: Path) -> bool:
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        target = os.readlink(path) if path.is_symlink() else ""
+        what = f"a symlink to '{target}', which does not exist" if target else f"unreadable ({exc.strerror})"
+        site.diagnostics.append(Diagnostic(str(path), 1, 1, "warning", "page-skipped",
+                                           f"{path.name} is {what}; it is skipped",
+                                           "point the link at an existing page or remove it"))
+        return False
+    if stat.S_ISREG(mode):
+        return True
+    if stat.S_ISDIR(mode):  # its pages are found by the walk itself
+        site.diagnostics.append(Diagnostic(str(path), 1, 1, "info", "page-skipped",
+                                           f"{path.name} is a directory, not a page", ""))
+        return False
+    site.diagnostics.append(Diagnostic(str(path), 1, 1, "warning", "page-skipped",
+                                       f"{path.name} is a {file_kind(mode)}, not a page; it is skipped",
+                                       "replace it with a regular file or remove it"))
+    return False
 
 
 def _skipped(site: Site, rel: Path) -> bool:

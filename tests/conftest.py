@@ -64,6 +64,21 @@ def isolated_env(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
 
+@pytest.fixture(autouse=True)
+def model_only_when_marked(request, monkeypatch):
+    """The real model is slow: a test that embeds with it must be marked `model`, so that the unit
+    selection (-m "not model and not db and not corpus") stays fast."""
+    if request.node.get_closest_marker("model"):
+        return
+    from knowledge_build.embed import local
+
+    def refuse(*args, **kwargs):
+        pytest.fail(f"{request.node.nodeid} embeds with the real model but is not marked 'model'")
+
+    monkeypatch.setattr(local.LocalEmbedder, "embed_documents", refuse)
+    monkeypatch.setattr(local.LocalEmbedder, "embed_query", refuse)
+
+
 @pytest.fixture
 def fake_embedder():
     return FakeEmbedder()
@@ -82,6 +97,18 @@ def corpus_dir() -> Path:
     if not CORPUS.is_dir():
         pytest.fail(f"reference corpus not found at {CORPUS}; set KB_SHARED_DIR to the shared/ directory")
     return CORPUS
+
+
+@pytest.fixture(scope="session")
+def fake_index_dir(tmp_path_factory) -> Path:
+    """site/ built once per session with the fake embedder. Read-only: a test that edits the site
+    or the artifacts uses `site_dir` and builds its own."""
+    from knowledge_build import build, load_config
+
+    base = tmp_path_factory.mktemp("fake")
+    site = base / "site"
+    shutil.copytree(SITE, site, ignore=shutil.ignore_patterns("_site", ".jekyll-cache", ".knowledge-cache"))
+    return build(load_config(site=site, cache_dir=base / "cache", env={}), embedder=FakeEmbedder()).output
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from knowledge_build import KnowledgeIndex, build, load_config
+from knowledge_build import KnowledgeIndex
 from knowledge_build.cli import main
 from knowledge_build.evaluate import DatasetError, load_dataset, query_metrics
 
@@ -34,9 +34,8 @@ def test_a_bad_dataset_line_is_named(tmp_path):
 
 
 @pytest.fixture
-def fake_index(site_dir):
-    result = build(load_config(site=site_dir), embedder=FakeEmbedder())
-    return result.output
+def fake_index(fake_index_dir):
+    return fake_index_dir
 
 
 @pytest.fixture

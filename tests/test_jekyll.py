@@ -10,6 +10,8 @@ import pytest
 
 from knowledge_build import extract, load_config
 
+# The plugin runs the real build, which embeds with the local model.
+pytestmark = pytest.mark.model
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
 """The pre-commit hooks, run by the real `pre-commit` tool against this repository."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -29,9 +30,22 @@ def site_repo(tmp_path_factory):
     return repo
 
 
+def _pip_settings() -> dict:
+    """The developer's pip settings (package index, mirrors, wheel cache): HOME is replaced for isolation,
+    and pre-commit's pip would otherwise download every package again from the public index."""
+    settings = {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
+    home = Path.home()
+    user_config = home / ".config" / "pip" / "pip.conf"
+    if user_config.is_file() and "PIP_CONFIG_FILE" not in settings:
+        settings["PIP_CONFIG_FILE"] = str(user_config)
+    settings.setdefault("PIP_CACHE_DIR", str(home / ".cache" / "pip"))
+    return settings
+
+
 def _try_repo(repo: Path, hook: str) -> subprocess.CompletedProcess:
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(repo.parent),
-           "PRE_COMMIT_HOME": str(repo.parent / "pre-commit-home"), "KB_CACHE_DIR": str(repo.parent / "cache")}
+           "PRE_COMMIT_HOME": str(repo.parent / "pre-commit-home"), "KB_CACHE_DIR": str(repo.parent / "cache"),
+           **_pip_settings()}
     return subprocess.run([str(PRE_COMMIT), "try-repo", str(ROOT), hook, "--all-files"], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=900)
 

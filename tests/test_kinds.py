@@ -1,0 +1,66 @@
+"""One table of chunk kinds: every part of the tool agrees with it, and a new kind does not crash ranking."""
+
+import json
+import re
+from importlib import resources
+
+import numpy as np
+
+from knowledge_build import KnowledgeIndex
+from knowledge_build.chunks import Chunk
+from knowledge_build.config import Config
+from knowledge_build.ids import choose_prefix
+from knowledge_build.kinds import BY_TYPE, KINDS, LEVELS, PREFIXES, TYPES, type_of_id
+from knowledge_build.ranking import intended_type
+from knowledge_build.text_ja import ANALYZER
+
+from .conftest import FakeEmbedder
+
+
+def test_the_chunk_json_schema_allows_exactly_the_kinds_and_levels_of_the_table():
+    schema = json.loads(resources.files("knowledge_build.schemas").joinpath("knowledge_chunks.schema.json")
+                        .read_text(encoding="utf-8"))
+    fields = schema["items"]["properties"]
+    assert fields["type"]["enum"] == list(TYPES)
+    assert fields["level"]["enum"] == [*LEVELS, ""]
+    assert fields["anchor"]["pattern"] == f"^({'|'.join(PREFIXES)})-"
+
+
+def test_the_sql_schema_checks_exactly_the_kinds_and_levels_of_the_table():
+    sql = resources.files("knowledge_build.store").joinpath("migrations/002_chunks.sql").read_text(encoding="utf-8")
+    types = re.search(r"check \(type in \(([^)]*)\)\)", sql).group(1)
+    levels = re.search(r"check \(level in \(([^)]*)\)\)", sql).group(1)
+    assert sorted(re.findall(r"'([^']*)'", types)) == sorted(TYPES)
+    assert re.findall(r"'([^']*)'", levels) == [*LEVELS, ""]
+
+
+def test_a_word_that_names_a_kind_picks_it_for_a_suggested_id_and_for_a_query():
+    for kind in KINDS:
+        for word in kind.words:
+            assert intended_type(f"二次方程式の{word}") == kind.type, word
+            prefix, reason = choose_prefix(kind.box_class, f"二次方程式の{word}")
+            assert prefix == kind.prefix, (word, reason)
+
+
+def test_ids_name_their_type_by_prefix_and_default_box_classes_come_from_the_table():
+    assert {type_of_id(f"{k.prefix}-x") for k in KINDS} == set(TYPES)
+    assert type_of_id("section-x") is None and type_of_id("rulex") is None
+    assert Config().box_classes == tuple(k.box_class for k in KINDS)
+    assert BY_TYPE["definition"].prefix == "def"
+
+
+def test_a_chunk_of_a_kind_the_table_does_not_know_is_ranked_not_crashed(tmp_path):
+    embedder = FakeEmbedder()
+    import faiss
+
+    chunks = [Chunk(id=f"p#{a}", material="p", anchor=a, url=f"/p.html#{a}", title=t, content=t, excerpt=t,
+                    learns=(), learns_source="heuristic", type=kind, category="", level="", prerequisites=(),
+                    content_hash=a)
+              for a, t, kind in (("rule-a", "二次方程式の解の公式", "rule"), ("sec-b", "二次方程式の歴史", "section"))]
+    index = faiss.IndexFlatIP(embedder.dim)
+    index.add(np.stack([embedder.embed_documents([c.content])[0] for c in chunks]))
+    lexical = {"analyzer": ANALYZER, "fields": {"lemma": [["2", "次", "方程", "式"], ["2", "次", "方程", "式", "歴史"]],
+                                                 "reading": [[], []], "kana2": [[], []]}}
+    search = KnowledgeIndex(tmp_path, {"build_id": "x"}, chunks, index, lexical, embedder)
+    results = search.search("二次方程式の歴史", k=2)
+    assert [r.type for r in results] == ["section", "rule"]
