@@ -55,6 +55,7 @@ report: install
 
 bench: install
 	$(BIN)/python bench/bench_build.py $(SHARED)/corpus/school_asset
+	$(BIN)/python bench/bench_rebuild.py $(SHARED)/corpus/school_asset
 	$(BIN)/python bench/bench_ids.py $(SHARED)/corpus/school_asset
 	$(BIN)/python bench/bench_service.py $(SHARED)/corpus/school_asset
 	$(BIN)/python bench/ablation.py $(SHARED)/corpus/school_asset $(SHARED)/eval/dev_queries.jsonl

@@ -47,6 +47,12 @@ def dumps(data) -> bytes:
     return (json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1) + "\n").encode("utf-8")
 
 
+def dumps_compact(data) -> bytes:
+    """For files only programs read (lexical.json): an indent puts every token on a line of its own,
+    which made the file 1.6x larger and, since the C encoder does no indenting, 3x slower to write."""
+    return (json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
+
+
 def assemble(chunks, vectors: np.ndarray, lexical_fields: dict[str, list[list[str]]], analyzer: str,
              embedder_info: dict, site_info: dict) -> ArtifactSet:
     """Build every file of the set in memory."""
@@ -59,7 +65,7 @@ def assemble(chunks, vectors: np.ndarray, lexical_fields: dict[str, list[list[st
     files = {
         CHUNKS: dumps([c.to_dict() for c in chunks]),
         VECTORS: faiss.serialize_index(index).tobytes(),
-        LEXICAL: dumps({"analyzer": analyzer, "fields": lexical_fields}),
+        LEXICAL: dumps_compact({"analyzer": analyzer, "fields": lexical_fields}),
     }
     entries = {name: {"sha256": _sha256(data), "size": len(data)} for name, data in sorted(files.items())}
     by_type: dict[str, int] = {}

@@ -57,7 +57,8 @@ def _log_to_stderr() -> None:
               help="Passages per model call or request. Default: the embedder's (16 local, 256 OpenAI).")
 @click.option("--embedding-timeout", type=float,
               help="openai, openai-compatible: seconds to wait for each request. Default: 600.")
-@click.option("--cache-dir", type=_PATH, help="Where embedded vectors are cached. Default: ~/.cache/knowledge-build.")
+@click.option("--cache-dir", type=_PATH, help="Where embedded vectors and lexical tokens are cached. "
+              "Default: ~/.cache/knowledge-build.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-v", "--verbose", is_flag=True, help="Also print informational diagnostics.")
 @_fail_on_library_errors

