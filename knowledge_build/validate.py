@@ -7,19 +7,28 @@ warning (the index is stale).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from .artifacts import CHUNKS, decode, read_artifacts
+from .artifacts import CHUNKS
 from .config import Config
 from .diagnostics import Diagnostic
-from .errors import ArtifactError
+from .errors import KnowledgeBuildError
 from .pipeline import extract
+from .verify import check_latest, verify_set
 
 REBUILD = "rebuild the index with 'knowledge-build build'"
 
 
-def validate_site(config: Config, index_dir: Path | None = None, database_url: str | None = None) -> list[Diagnostic]:
+def verified_chunks(index_dir: Path, embedder=None) -> list[dict]:
+    """The chunks of a set that search would accept: the same `verify_set` (checksums, counts,
+    build id, embedder, analyzer), and a `latest.json` beside it that names this build."""
+    verified = verify_set(index_dir, embedder)
+    check_latest(verified.path, verified.build_id)
+    return verified.chunks
+
+
+def validate_site(config: Config, index_dir: Path | None = None, database_url: str | None = None,
+                  embedder=None) -> list[Diagnostic]:
     extraction = extract(config)
     if database_url:
         from .store.postgres import connect
@@ -32,11 +41,9 @@ def validate_site(config: Config, index_dir: Path | None = None, database_url: s
     else:
         index_dir = Path(index_dir or config.output or extraction.site.default_index_dir)
         try:
-            artifacts = read_artifacts(index_dir)
-            decode(artifacts, index_dir)
-        except ArtifactError as exc:
+            indexed = {c["id"]: c for c in verified_chunks(index_dir, embedder)}
+        except KnowledgeBuildError as exc:
             return [Diagnostic(str(index_dir), 1, 1, "error", "artifact-integrity", str(exc).rstrip("."))]
-        indexed = {c["id"]: c for c in json.loads(artifacts.files[CHUNKS])}
     in_html = {c.id: c for c in extraction.chunks}
     pages = {p.material: p for p in extraction.pages}
     diagnostics: list[Diagnostic] = []
