@@ -70,7 +70,7 @@ def locate(path) -> tuple[Path, Path | None, str | None]:
     if not isinstance(data, dict) or not isinstance(data.get("path"), str) or not isinstance(data.get("build_id"), str):
         raise ArtifactUnreadable(latest.parent, LATEST, 'expected {"schema_version", "build_id", "path", "manifest"}')
     if data.get("schema_version") != SCHEMA_VERSION or type(data.get("schema_version")) is not int:
-        raise SchemaVersionMismatch(latest, _short(repr(data.get("schema_version"))), SCHEMA_VERSION)
+        raise SchemaVersionMismatch(latest, _clip(data.get("schema_version")), SCHEMA_VERSION)
     base = latest.parent.resolve()
     target = (base / data["path"]).resolve()
     if not target.is_relative_to(base) or target == base:
@@ -170,7 +170,7 @@ def _load_manifest(path: Path) -> tuple[dict, bytes]:
         raise ManifestInvalid(path, f"a JSON {type(manifest).__name__.replace('NoneType', 'null')}, not an object")
     version = manifest.get("schema_version")
     if version != SCHEMA_VERSION or type(version) is not int:
-        raise SchemaVersionMismatch(path, _short(repr(version)), SCHEMA_VERSION)
+        raise SchemaVersionMismatch(path, _clip(version), SCHEMA_VERSION)
     problem = schema_problem(manifest, "manifest.schema.json")
     if problem:
         raise ManifestInvalid(path, problem)
@@ -316,6 +316,15 @@ def _embedder_for(path: Path, built_with: dict, embedder):
     if describe(embedder) != built_with:
         raise EmbedderMismatch(path, embedder_key(built_with), embedder_key(describe(embedder)))
     return embedder
+
+
+def _clip(value):
+    """A value to show in a message: itself, or the start of its repr when that is long."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        return "(nested too deeply)"
+    return value if len(text) <= 60 else _short(text)
 
 
 def _short(text: str, limit: int = 60) -> str:
