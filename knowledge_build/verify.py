@@ -115,7 +115,7 @@ def decode(artifacts: ArtifactSet, path):
     path = Path(path)
     manifest = artifacts.manifest
     chunks = _parse_json(artifacts.files[CHUNKS], path, CHUNKS)
-    problem = schema_problem(chunks, "knowledge_chunks.schema.json")
+    problem = chunk_shape_problem(chunks)
     if problem:
         raise ArtifactUnreadable(path, CHUNKS, problem)
     _check_counts(path, manifest["counts"], chunks)
@@ -137,6 +137,52 @@ def schema_problem(data, schema_name: str) -> str | None:
         return f"{where}: {_short(error.message, 160)}"
     except RecursionError:
         return "nested too deeply"
+
+
+def chunk_shape_problem(chunks) -> str | None:
+    """Required fields, types and enums of knowledge_chunks.schema.json, read from the schema.
+
+    Not jsonschema itself: on the reference corpus (1,046 chunks) it took 0.4 s of a 0.9 s
+    open; this takes milliseconds and covers what the code relies on (the id/url patterns are
+    checked by `validate`'s comparison with the HTML)."""
+    if not isinstance(chunks, list):
+        return "top level: not a JSON array of chunks"
+    required, properties = _chunk_fields()
+    for row, chunk in enumerate(chunks):
+        if not isinstance(chunk, dict):
+            return f"{row}: not an object"
+        for name in required:
+            if name not in chunk:
+                return f"{row}: {name!r} is a required property"
+        for name, value in chunk.items():
+            spec = properties.get(name)
+            if spec is None:
+                return f"{row}: unexpected field {_clip(name)!r}"
+            if not _has_type(value, spec):
+                return f"{row}/{name}: {_short(repr(value))} is not a valid {spec.get('type') or 'value'}"
+    return None
+
+
+_JSON_TYPES = {"string": str, "array": list, "integer": int, "object": dict}
+
+
+def _has_type(value, spec: dict) -> bool:
+    expected = _JSON_TYPES.get(spec.get("type"))
+    if expected is not None and (not isinstance(value, expected) or isinstance(value, bool)):
+        return False
+    if "enum" in spec and value not in spec["enum"]:
+        return False
+    items = spec.get("items")
+    return not (expected is list and items and not all(_has_type(item, items) for item in value))
+
+
+@lru_cache(maxsize=1)
+def _chunk_fields() -> tuple[tuple[str, ...], dict]:
+    from importlib import resources
+
+    text = resources.files("knowledge_build.schemas").joinpath("knowledge_chunks.schema.json").read_text(encoding="utf-8")
+    item = json.loads(text)["items"]
+    return tuple(item["required"]), item["properties"]
 
 
 @lru_cache(maxsize=None)

@@ -59,6 +59,11 @@ def _forge(output: Path, name: str, data: bytes, change=None) -> None:
     _rewrite_manifest(output, update)
 
 
+_CHUNK = {"id": "m#rule-a", "material": "m", "anchor": "rule-a", "url": "/m.html#rule-a", "title": "t",
+          "content": "c", "excerpt": "c", "learns": ["x"], "learns_source": "yaml", "type": "rule", "category": "",
+          "level": "", "prerequisites": [], "content_hash": "0" * 64}
+
+
 class ReadSpy:
     """Records every (file name, byte limit) the verifier reads."""
 
@@ -186,7 +191,13 @@ def test_an_l2_index_is_refused_because_the_metric_is_cosine(built):
 
 @pytest.mark.parametrize("data, message", [
     (b"[" * 10000, "JSON nested too deeply"),
-    (b"{}", "top level: {} is not of type 'array'"),
+    (b"{}", "top level: not a JSON array of chunks"),
+    (b'[{"id": "x#rule-a"}, 3]', "0: 'material' is a required property"),
+    (b'[' + json.dumps({**_CHUNK, "learns": "一つ"}, ensure_ascii=False).encode() + b']', "0/learns: '一つ' is not a valid array"),
+    (b'[' + json.dumps({**_CHUNK, "learns": [1]}).encode() + b']', r"0/learns: \[1\] is not a valid array"),
+    (b'[' + json.dumps({**_CHUNK, "type": "essay"}).encode() + b']', "0/type: 'essay' is not a valid value"),
+    (b'[' + json.dumps({**_CHUNK, "line": True}).encode() + b']', "0/line: True is not a valid integer"),
+    (b'[' + json.dumps({**_CHUNK, "secret": 1}).encode() + b']', "0: unexpected field 'secret'"),
     (b'[{"id": "x#rule-a"}]', "0: 'material' is a required property"),
 ])
 def test_a_chunks_file_of_the_wrong_shape_is_refused(built, data, message):
