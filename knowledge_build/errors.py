@@ -175,6 +175,15 @@ class NonFiniteVectors(KnowledgeBuildError):
         )
 
 
+class UnknownEmbedder(ArtifactError):
+    def __init__(self, path, provider, known):
+        super().__init__(
+            f"artifact set '{path}' was built with embedder provider {provider!r}, which this version "
+            f"cannot create (it knows {', '.join(known)}), so queries cannot be embedded. Rebuild it "
+            "with 'knowledge-build build --embedder local' (or openai)."
+        )
+
+
 class EmbedderUnavailable(KnowledgeBuildError):
     """The embedder cannot be created (missing package, unknown name)."""
 

@@ -19,17 +19,22 @@ from .verify import check_latest, verify_set
 REBUILD = "rebuild the index with 'knowledge-build build'"
 
 
-def verified_chunks(index_dir: Path, embedder=None) -> list[dict]:
-    """The chunks of a set that search would accept: the same `verify_set` (checksums, counts,
-    build id, embedder, analyzer), and a `latest.json` beside it that names this build."""
-    verified = verify_set(index_dir, embedder)
+def verify_index(index_dir: Path, embedder=None) -> tuple[list[dict], list[Diagnostic]]:
+    """The chunks of a set that search would accept (the same `verify_set`: checksums, counts,
+    build id, analyzer, embedder) and a `latest.json` beside it that names this build; an embedder
+    this machine cannot create (package or API key missing) is a warning, with search's message."""
+    verified = verify_set(index_dir, embedder, require_embedder=False)
     check_latest(verified.path, verified.build_id)
-    return verified.chunks
+    if verified.embedder_problem is None:
+        return verified.chunks, []
+    return verified.chunks, [Diagnostic(str(index_dir), 1, 1, "warning", "embedder-unavailable",
+                                        verified.embedder_problem.rstrip("."))]
 
 
 def validate_site(config: Config, index_dir: Path | None = None, database_url: str | None = None,
                   embedder=None) -> list[Diagnostic]:
     extraction = extract(config)
+    machine: list[Diagnostic] = []  # about this machine, not the index (see verify_index)
     if database_url:
         from .store.postgres import connect
 
@@ -41,12 +46,13 @@ def validate_site(config: Config, index_dir: Path | None = None, database_url: s
     else:
         index_dir = Path(index_dir or config.output or extraction.site.default_index_dir)
         try:
-            indexed = {c["id"]: c for c in verified_chunks(index_dir, embedder)}
+            chunks, machine = verify_index(index_dir, embedder)
         except KnowledgeBuildError as exc:
             return [Diagnostic(str(index_dir), 1, 1, "error", "artifact-integrity", str(exc).rstrip("."))]
+        indexed = {c["id"]: c for c in chunks}
     in_html = {c.id: c for c in extraction.chunks}
     pages = {p.material: p for p in extraction.pages}
-    diagnostics: list[Diagnostic] = []
+    diagnostics: list[Diagnostic] = list(machine)
     for chunk_id in sorted(indexed.keys() - in_html.keys()):
         old = indexed[chunk_id]
         page = pages.get(old["material"])

@@ -20,8 +20,8 @@ from pathlib import Path
 from .artifacts import (CHUNKS, CONTENT_FILES, LATEST, LEXICAL, MANIFEST, MAX_MANIFEST_BYTES, SCHEMA_VERSION,
                         VECTORS, ArtifactSet, build_id_of, sha256)
 from .errors import (AnalyzerMismatch, ArtifactsNotFound, ArtifactTooLarge, ArtifactUnreadable, BuildIdMismatch,
-                     ChecksumMismatch, CountMismatch, DimensionMismatch, EmbedderMismatch, ManifestInvalid,
-                     SchemaVersionMismatch, StaleLatest)
+                     ChecksumMismatch, CountMismatch, DimensionMismatch, EmbedderMismatch, EmbedderUnavailable,
+                     ManifestInvalid, SchemaVersionMismatch, StaleLatest, UnknownEmbedder)
 
 # No real set comes near this (1,000 chunks of 384 dims are 1.5 MB); it bounds what a
 # tampered manifest can make a reader load into memory.
@@ -36,24 +36,33 @@ class VerifiedSet:
     chunks: list[dict]
     index: object  # faiss.IndexFlatIP
     lexical: dict
-    embedder: object
+    embedder: object  # None only with require_embedder=False, and then:
+    embedder_problem: str | None = None  # why this machine cannot create it (package, API key)
 
     @property
     def build_id(self) -> str:
         return self.manifest["build_id"]
 
 
-def verify_set(path, embedder=None) -> VerifiedSet:
+def verify_set(path, embedder=None, require_embedder: bool = True) -> VerifiedSet:
     """The set at `path` (a v1 directory, or a directory or file `latest.json` that names one),
     verified in full. With `embedder=None` the embedder it was built with is created, exactly
-    as a search would; a given embedder must match the one recorded."""
+    as a search would; a given embedder must match the one recorded.
+
+    `require_embedder=False` (validate) records instead of raising when this machine cannot
+    create that embedder (a missing package or API key says nothing about the set itself)."""
     set_dir, latest, named = locate(path)
     artifacts = read_artifacts(set_dir)
     if named is not None and named != artifacts.build_id:
         raise StaleLatest(latest, named, artifacts.build_id)
     chunks, index, lexical = decode(artifacts, set_dir)
     _check_analyzer(set_dir, lexical)
-    embedder = _embedder_for(set_dir, artifacts.manifest["embedder"], embedder)
+    try:
+        embedder = _embedder_for(set_dir, artifacts.manifest["embedder"], embedder)
+    except EmbedderUnavailable as exc:
+        if require_embedder:
+            raise
+        return VerifiedSet(set_dir, artifacts.manifest, chunks, index, lexical, None, str(exc))
     return VerifiedSet(set_dir, artifacts.manifest, chunks, index, lexical, embedder)
 
 
@@ -355,9 +364,11 @@ def _check_analyzer(path: Path, lexical: dict) -> None:
 
 def _embedder_for(path: Path, built_with: dict, embedder):
     """The embedder queries will use: the given one, or the one the set was built with."""
-    from .embed import describe, embedder_key, get_embedder
+    from .embed import PROVIDERS, describe, embedder_key, get_embedder
 
     if embedder is None:
+        if built_with["provider"] not in PROVIDERS:
+            raise UnknownEmbedder(path, _clip(built_with["provider"]), PROVIDERS)
         embedder = get_embedder(built_with["provider"], model=built_with["model"], known_dim=built_with["dim"])
     if describe(embedder) != built_with:
         raise EmbedderMismatch(path, embedder_key(built_with), embedder_key(describe(embedder)))

