@@ -103,7 +103,10 @@ def assemble(chunks, vectors: np.ndarray, lexical_fields: dict[str, list[list[st
 def check_output_dir(out_dir: Path) -> Path:
     """The directory a set may be written to, resolved; refuses one whose contents a swap would
     delete: anything but a missing or empty directory or an earlier artifact set."""
-    target = Path(out_dir).expanduser().resolve()
+    try:
+        target = Path(out_dir).expanduser().resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise ArtifactWriteFailed(out_dir, exc) from exc
     if target == target.parent:
         raise OutputNotArtifactSet(target, "it is the root of the file system")
     if not target.exists():

@@ -89,11 +89,12 @@ def locate(path) -> tuple[Path, Path | None, str | None]:
 
 def check_latest(set_dir: Path, build_id: str) -> None:
     """Raise StaleLatest when the `latest.json` beside `set_dir` points at it but names another build."""
-    latest = Path(set_dir).parent / LATEST
+    set_dir = Path(set_dir).resolve()
+    latest = set_dir.parent / LATEST
     if not latest.is_file():
         return
     target, _, named = locate(latest)
-    if target == Path(set_dir).resolve() and named != build_id:
+    if target == set_dir and named != build_id:
         raise StaleLatest(latest, named, build_id)
 
 

@@ -20,7 +20,7 @@ from knowledge_build.cli import main
 from knowledge_build.errors import (ArtifactUnreadable, ArtifactWriteFailed, NonFiniteVectors,
                                     OutputNotArtifactSet, StaleLatest)
 from knowledge_build.validate import validate_site
-from knowledge_build.verify import verify_set
+from knowledge_build.verify import check_latest, verify_set
 
 from .conftest import SITE, FakeEmbedder
 
@@ -177,6 +177,7 @@ def test_without_renameat2_a_rebuild_swaps_in_the_new_set(built, site_dir, monke
 
 def test_a_kill_between_the_swap_and_latest_json_is_detected_and_repaired(built, site_dir, monkeypatch):
     knowledge = built.output.parent
+    real_atomic_write = artifacts_module.atomic_write
 
     def killed(path, data):
         raise KeyboardInterrupt  # the process dies before latest.json is replaced
@@ -190,8 +191,11 @@ def test_a_kill_between_the_swap_and_latest_json_is_detected_and_repaired(built,
     with pytest.raises(StaleLatest, match=f"names build '{built.artifacts.build_id}'.*is build '{new_id}'"):
         KnowledgeIndex.open(knowledge, embedder=FakeEmbedder())
     assert [d.rule for d in validate_site(_config(site_dir), embedder=FakeEmbedder())] == ["artifact-integrity"]
+    monkeypatch.chdir(built.output)
+    with pytest.raises(StaleLatest):
+        check_latest(Path("."), new_id)
 
-    monkeypatch.undo()
+    monkeypatch.setattr(artifacts_module, "atomic_write", real_atomic_write)
     again = build(_config(site_dir), embedder=FakeEmbedder())
     assert KnowledgeIndex.open(knowledge, embedder=FakeEmbedder()).build_id == again.artifacts.build_id == new_id
 
