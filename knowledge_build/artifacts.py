@@ -6,15 +6,17 @@ Layout of `<site output>/knowledge/v1/`:
   vectors.faiss          FAISS IndexFlatIP; row i = chunk i (L2-normalised, so IP = cosine)
   lexical.json           per-field (lemma, reading) lexical tokens; row i = chunk i
 Same input gives byte-identical files: no timestamps, sorted keys, fixed float layout.
+
+Writing only ever replaces a directory that is empty or holds an earlier set (nothing but
+our files); `verify_set` (verify.py) is the one answer to "is this set usable".
 """
 
 from __future__ import annotations
 
-import ctypes
-import hashlib
 import json
+import logging
 import os
-import shutil
+import secrets
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,15 +24,19 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .errors import (ArtifactsNotFound, ChecksumMismatch, CountMismatch, DimensionMismatch,
-                     SchemaVersionMismatch)
+from .errors import ArtifactWriteFailed, NonFiniteVectors, OutputNotArtifactSet
+from .fsutil import atomic_write, fsync_dir, only_owned, pid_alive, remove_owned, swap_in, write_files
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 CHUNKS = "knowledge_chunks.json"
 VECTORS = "vectors.faiss"
 LEXICAL = "lexical.json"
+LATEST = "latest.json"
 CONTENT_FILES = (CHUNKS, VECTORS, LEXICAL)
+OUR_FILES = frozenset((MANIFEST, *CONTENT_FILES))
+MAX_MANIFEST_BYTES = 1 << 20  # a real manifest is about 1 KB
+log = logging.getLogger("knowledge_build.artifacts")
 
 
 @dataclass
@@ -53,12 +59,26 @@ def dumps_compact(data) -> bytes:
     return (json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
 
 
+def sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def build_id_of(entries: dict[str, dict]) -> str:
+    """The build id: a hash of every content file's name and sha256 (the manifest records it)."""
+    return sha256("".join(f"{name}:{entries[name]['sha256']}\n" for name in sorted(entries)).encode())[:16]
+
+
 def assemble(chunks, vectors: np.ndarray, lexical_fields: dict[str, list[list[str]]], analyzer: str,
              embedder_info: dict, site_info: dict) -> ArtifactSet:
-    """Build every file of the set in memory."""
+    """Build every file of the set in memory. Refuses NaN or infinite vectors (naming the chunk)."""
     import faiss
 
     vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(chunks), embedder_info["dim"])
+    bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
+    if bad.size:
+        raise NonFiniteVectors([chunks[int(row)].id for row in bad])
     index = faiss.IndexFlatIP(embedder_info["dim"])
     if len(chunks):
         index.add(vectors)
@@ -67,14 +87,14 @@ def assemble(chunks, vectors: np.ndarray, lexical_fields: dict[str, list[list[st
         VECTORS: faiss.serialize_index(index).tobytes(),
         LEXICAL: dumps_compact({"analyzer": analyzer, "fields": lexical_fields}),
     }
-    entries = {name: {"sha256": _sha256(data), "size": len(data)} for name, data in sorted(files.items())}
+    entries = {name: {"sha256": sha256(data), "size": len(data)} for name, data in sorted(files.items())}
     by_type: dict[str, int] = {}
     for chunk in chunks:
         by_type[chunk.type] = by_type.get(chunk.type, 0) + 1
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "knowledge-build", "version": __version__},
-        "build_id": _sha256("".join(f"{n}:{e['sha256']}\n" for n, e in entries.items()).encode())[:16],
+        "build_id": build_id_of(entries),
         "embedder": embedder_info,
         "metric": "cosine",
         "lexical": {"analyzer": analyzer},
@@ -86,126 +106,122 @@ def assemble(chunks, vectors: np.ndarray, lexical_fields: dict[str, list[list[st
     return ArtifactSet(manifest=manifest, files=files)
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+def check_output_dir(out_dir: Path) -> Path:
+    """The directory a set may be written to, resolved; refuses one whose contents a swap would
+    delete: anything but a missing or empty directory or an earlier artifact set."""
+    try:
+        target = Path(out_dir).expanduser().resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise ArtifactWriteFailed(out_dir, exc) from exc
+    if target == target.parent:
+        raise OutputNotArtifactSet(target, "it is the root of the file system")
+    if not target.exists():
+        return target
+    if not target.is_dir():
+        raise OutputNotArtifactSet(target, "it is a file, not a directory")
+    try:
+        names = sorted(os.listdir(target))
+    except OSError as exc:
+        raise ArtifactWriteFailed(target, exc.strerror or exc) from exc
+    if not names or (MANIFEST in names and _ours(target) and only_owned(target, owned_names(target))):
+        return target
+    shown = ", ".join(repr(n) for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    raise OutputNotArtifactSet(target, f"it holds {shown}, which is not a knowledge-build artifact set")
+
+
+def _ours(directory: Path) -> bool:
+    """Whether `directory/manifest.json` is a knowledge-build manifest (however damaged the rest is)."""
+    manifest = _small_json(directory / MANIFEST)
+    return isinstance(manifest, dict) and isinstance(manifest.get("tool"), dict) \
+        and manifest["tool"].get("name") == "knowledge-build"
+
+
+def owned_names(directory: Path) -> set[str]:
+    """The file names an earlier set in `directory` may hold: ours, and any its manifest lists."""
+    names = set(OUR_FILES)
+    manifest = _small_json(directory / MANIFEST)
+    listed = manifest.get("files") if isinstance(manifest, dict) else None
+    if isinstance(listed, dict):
+        names |= {n for n in listed if isinstance(n, str) and n == os.path.basename(n) and not n.startswith(".")}
+    return names
+
+
+def _small_json(path: Path):
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_MANIFEST_BYTES:
+            return None
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
 
 
 def write_artifacts(artifacts: ArtifactSet, out_dir: Path) -> Path:
-    """Write to a temporary sibling, then swap it in: readers see the old set or the new one."""
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
+    """Write to a staging sibling, then swap it in: readers see the old set or the new one.
+    Only an empty directory or an earlier set is replaced; stale staging directories of
+    killed builds are removed afterwards."""
+    target = check_output_dir(out_dir)
+    owned = set(artifacts.files) | OUR_FILES
     try:
-        for name, data in sorted(artifacts.files.items()):
-            with open(staging / name, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-{os.getpid()}-", dir=target.parent))
+    except OSError as exc:
+        raise ArtifactWriteFailed(target, exc.strerror or exc) from exc
+    leftover = staging
+    try:
+        write_files(staging, artifacts.files)
         os.chmod(staging, 0o755)
-        _swap_in(staging, out_dir)
+        check_output_dir(target)  # again: the directory may have changed while we embedded and wrote
+        backup = target.with_name(f".{target.name}.old-{os.getpid()}-{secrets.token_hex(4)}")
+        leftover = swap_in(staging, target, backup)
+        fsync_dir(target.parent)
+    except OSError as exc:
+        raise ArtifactWriteFailed(target, exc.strerror or exc) from exc
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return out_dir
+        if leftover is not None and leftover.exists():
+            remove_owned(leftover, owned | owned_names(leftover))
+    clean_stale(target)
+    return target
+
+
+def clean_stale(target: Path) -> list[Path]:
+    """Remove `.<name>.new-*` / `.<name>.old-*` directories that killed builds left beside `target`:
+    only those holding nothing but our files, and not those of a build that is still running."""
+    removed = []
+    for prefix in (f".{target.name}.new-", f".{target.name}.old-"):
+        for candidate in sorted(target.parent.glob(f"{prefix}*")):
+            pid = candidate.name[len(prefix):].split("-", 1)[0]
+            if pid.isdigit() and pid_alive(int(pid)):
+                continue
+            if only_owned(candidate, owned_names(candidate)) and remove_owned(candidate, owned_names(candidate)):
+                log.info("removed %s, left by an interrupted build", candidate)
+                removed.append(candidate)
+    return removed
 
 
 def write_latest(out_dir: Path, artifacts: ArtifactSet) -> Path | None:
     """Beside a `v<schema>` directory, `latest.json` names the current build and schema version,
-    so a tutor can follow the latest set or pin one schema. Written atomically."""
-    out_dir = Path(out_dir)
+    so a tutor can follow the latest set or pin one schema.
+
+    Written atomically and only after the set is in place, so it never names a set that is not
+    there in full; a kill between the two leaves it naming the previous build, which readers
+    detect (`verify_set` compares the build ids) and the next build repairs."""
+    out_dir = Path(out_dir).expanduser().resolve()
     if out_dir.name != f"v{SCHEMA_VERSION}":
         return None
-    latest = out_dir.parent / "latest.json"
+    latest = out_dir.parent / LATEST
     atomic_write(latest, dumps({"schema_version": SCHEMA_VERSION, "build_id": artifacts.build_id,
                                 "path": f"{out_dir.name}/", "manifest": f"{out_dir.name}/{MANIFEST}"}))
     return latest
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace one file atomically (temp file + rename), keeping its mode (0644 for a new file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(temp, mode)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+_READERS = frozenset({"VerifiedSet", "check_latest", "decode", "locate", "read_artifacts", "verify_set"})
 
 
-def _swap_in(staging: Path, target: Path) -> None:
-    if not target.exists():
-        os.rename(staging, target)
-        return
-    if _rename_exchange(staging, target):
-        return  # staging now holds the old set and is removed by the caller
-    backup = target.with_name(f".{target.name}.old-{os.getpid()}")
-    os.rename(target, backup)
-    os.rename(staging, target)
-    shutil.rmtree(backup, ignore_errors=True)
+def __getattr__(name):
+    """Reading and verifying live in verify.py (which imports this module); the names stay
+    importable from here for callers that read and write."""
+    if name in _READERS:
+        from . import verify
 
-
-def _rename_exchange(a: Path, b: Path) -> bool:
-    """Atomically exchange two directories (Linux renameat2 RENAME_EXCHANGE)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
-
-
-def read_artifacts(path: Path) -> ArtifactSet:
-    """Read and verify a set: schema version, per-file size and sha256, counts, dimension."""
-    path = Path(path)
-    manifest_path = path / MANIFEST
-    if not manifest_path.is_file():
-        raise ArtifactsNotFound(path)
-    raw_manifest = manifest_path.read_bytes()
-    try:
-        manifest = json.loads(raw_manifest)
-    except json.JSONDecodeError as exc:
-        raise ChecksumMismatch(path, MANIFEST, f"not valid JSON: {exc}") from exc
-    if manifest.get("schema_version") != SCHEMA_VERSION:
-        raise SchemaVersionMismatch(path, manifest.get("schema_version"), SCHEMA_VERSION)
-    files = {MANIFEST: raw_manifest}
-    for name in CONTENT_FILES:
-        entry = manifest.get("files", {}).get(name)
-        if entry is None:
-            raise ChecksumMismatch(path, name, "not listed in the manifest")
-        try:
-            data = (path / name).read_bytes()
-        except FileNotFoundError as exc:
-            raise ChecksumMismatch(path, name, "file missing") from exc
-        if len(data) != entry["size"]:
-            raise ChecksumMismatch(path, name, f"size {len(data)} bytes, manifest says {entry['size']}")
-        if _sha256(data) != entry["sha256"]:
-            raise ChecksumMismatch(path, name, "sha256 differs")
-        files[name] = data
-    return ArtifactSet(manifest=manifest, files=files)
-
-
-def decode(artifacts: ArtifactSet, path: Path):
-    """Parse a verified set into (chunk dicts, faiss index, lexical dict), checking counts and dims."""
-    import faiss
-
-    manifest = artifacts.manifest
-    chunks = json.loads(artifacts.files[CHUNKS])
-    expected = manifest["counts"]["chunks"]
-    if len(chunks) != expected:
-        raise CountMismatch(path, CHUNKS, expected, len(chunks))
-    index = faiss.deserialize_index(np.frombuffer(artifacts.files[VECTORS], dtype=np.uint8))
-    if index.ntotal != expected:
-        raise CountMismatch(path, VECTORS, expected, index.ntotal)
-    dim = manifest["embedder"]["dim"]
-    if index.d != dim:
-        raise DimensionMismatch(path, dim, index.d, VECTORS)
-    lexical = json.loads(artifacts.files[LEXICAL])
-    for name, docs in lexical.get("fields", {}).items():
-        if len(docs) != expected:
-            raise CountMismatch(path, f"{LEXICAL} field '{name}'", expected, len(docs))
-    return chunks, index, lexical
+        return getattr(verify, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -92,6 +92,98 @@ class EmbedderMismatch(ArtifactError):
         )
 
 
+class ManifestInvalid(ArtifactError):
+    def __init__(self, path, detail):
+        super().__init__(
+            f"manifest.json in '{path}' is not a usable manifest ({detail}). The set was modified "
+            "or is not a knowledge-build artifact set; rebuild it with 'knowledge-build build'."
+        )
+
+
+class ArtifactUnreadable(ArtifactError):
+    def __init__(self, path, name, detail):
+        super().__init__(
+            f"artifact '{name}' in '{path}' cannot be used ({detail}). Rebuild the set with "
+            "'knowledge-build build'."
+        )
+
+
+class ArtifactTooLarge(ArtifactError):
+    def __init__(self, path, name, size, limit):
+        super().__init__(
+            f"artifact '{name}' in '{path}' would be {size} bytes, more than the {limit} bytes "
+            "this version reads; the manifest was edited or the file is not ours. Rebuild the set "
+            "with 'knowledge-build build'."
+        )
+
+
+class BuildIdMismatch(ArtifactError):
+    def __init__(self, path, recorded, computed):
+        super().__init__(
+            f"artifact set '{path}': the manifest's build_id is {recorded!r}, but its file "
+            f"checksums give {computed!r}: the manifest was edited. Rebuild it with "
+            "'knowledge-build build'."
+        )
+
+
+class AnalyzerMismatch(ArtifactError):
+    def __init__(self, path, found, supported):
+        super().__init__(
+            f"artifact set '{path}' has lexical tokens from analyzer {found!r}; this version reads "
+            f"{supported!r}. Rebuild it with 'knowledge-build build'."
+        )
+
+
+class StaleLatest(ArtifactError):
+    def __init__(self, latest, named, found):
+        super().__init__(
+            f"'{latest}' names build {named!r}, but the set it points to is build {found!r}: a build "
+            "was interrupted between swapping the set in and updating latest.json. Run "
+            "'knowledge-build build' again, or pass --index the v1 directory itself."
+        )
+
+
+class OutputNotArtifactSet(KnowledgeBuildError):
+    """The output directory holds something other than a previous artifact set."""
+
+    def __init__(self, path, detail):
+        super().__init__(
+            f"refusing to write the artifact set to '{path}': {detail}, and replacing it would "
+            "delete them. Choose an empty or new directory (--output, 'output' in knowledge.yml, "
+            "or the Jekyll plugin's output_dir), or the knowledge/v1 directory of an earlier build."
+        )
+
+
+class ArtifactWriteFailed(KnowledgeBuildError):
+    def __init__(self, path, reason):
+        super().__init__(
+            f"cannot write the artifact set to '{path}' ({reason}); the previous set, if any, is "
+            "untouched. Choose a writable --output directory with free space, then build again."
+        )
+
+
+class NonFiniteVectors(KnowledgeBuildError):
+    """The embedder returned NaN or infinity; such vectors would poison every similarity."""
+
+    def __init__(self, chunk_ids):
+        more = f" and {len(chunk_ids) - 1} more" if len(chunk_ids) > 1 else ""
+        super().__init__(
+            f"the embedder returned NaN or infinite values for chunk '{chunk_ids[0]}'{more}; "
+            "nothing was written. Check the embedder (model files, server), delete the vector "
+            "cache (--cache-dir, default ~/.cache/knowledge-build) so those vectors are embedded "
+            "again, then rebuild."
+        )
+
+
+class UnknownEmbedder(ArtifactError):
+    def __init__(self, path, provider, known):
+        super().__init__(
+            f"artifact set '{path}' was built with embedder provider {provider!r}, which this version "
+            f"cannot create (it knows {', '.join(known)}), so queries cannot be embedded. Rebuild it "
+            "with 'knowledge-build build --embedder local' (or openai)."
+        )
+
+
 class EmbedderUnavailable(KnowledgeBuildError):
     """The embedder cannot be created (missing package, unknown name)."""
 

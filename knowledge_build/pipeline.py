@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .artifacts import ArtifactSet, assemble, write_artifacts, write_latest
+from .artifacts import ArtifactSet, assemble, check_output_dir, write_artifacts, write_latest
 from .chunks import Chunk, make_chunks
 from .config import Config
 from .diagnostics import Diagnostic, has_errors
@@ -74,6 +74,7 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
     if has_errors(extraction.diagnostics):
         raise BuildFailed(extraction.diagnostics)
     chunks = extraction.chunks
+    output = check_output_dir(config.output or extraction.site.default_index_dir)  # refuse before embedding
     embedder = embedder or get_embedder(config.embedder, model=config.embedding_model,
                                         dimensions=config.embedding_dimensions, base_url=config.base_url,
                                         batch_size=config.batch_size, timeout=config.embedding_timeout)
@@ -83,7 +84,6 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
         lexical = lexical_fields(chunks, token_cache)
     artifacts = assemble(chunks, vectors, lexical, ANALYZER, describe(embedder),
                          {"url": site.url, "baseurl": site.baseurl})
-    output = Path(config.output) if config.output else site.default_index_dir
     write_artifacts(artifacts, output)
     write_latest(output, artifacts)
     return BuildResult(output, artifacts, chunks, extraction.diagnostics, stats,

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .artifacts import decode, read_artifacts
 from .chunks import Chunk
-from .embed import describe, embedder_key, get_embedder
-from .errors import ChunkNotFound, EmbedderMismatch, KnowledgeBuildError, QueryEmbeddingFailed, QueryTooLong
+from .errors import ChunkNotFound, KnowledgeBuildError, QueryEmbeddingFailed, QueryTooLong
 from .ranking import SearchSettings, fuse, type_weights
-from .text_ja import ANALYZER, analyze_query, concept_key, nfkc
+from .text_ja import analyze_query, concept_key, nfkc
+from .verify import verify_set
 
 MODES = ("hybrid", "dense", "lexical")
 # A question, not a document: longer queries are refused (QueryTooLong) before any work is done.
@@ -68,21 +67,12 @@ class KnowledgeIndex:
 
     @classmethod
     def open(cls, path, embedder=None, settings: SearchSettings | None = None) -> "KnowledgeIndex":
-        """Open and verify a set; refuse one built with another embedder than `embedder`."""
-        path = Path(path)
-        artifacts = read_artifacts(path)
-        raw_chunks, index, lexical = decode(artifacts, path)
-        built_with = artifacts.manifest["embedder"]
-        if lexical.get("analyzer") != ANALYZER:
-            raise KnowledgeBuildError(
-                f"artifact set '{path}' has lexical tokens from analyzer {lexical.get('analyzer')!r}; this "
-                f"version reads {ANALYZER!r}. Rebuild it with 'knowledge-build build'.")
-        if embedder is None:
-            embedder = get_embedder(built_with["provider"], model=built_with["model"], known_dim=built_with["dim"])
-        if describe(embedder) != built_with:
-            raise EmbedderMismatch(path, embedder_key(built_with), embedder_key(describe(embedder)))
-        chunks = [Chunk.from_dict(c) for c in raw_chunks]
-        return cls(path, artifacts.manifest, chunks, index, lexical, embedder, settings)
+        """Open a set that `verify_set` accepts (the one check `validate` runs too); refuse one
+        built with another embedder than `embedder` (default: the one it was built with)."""
+        verified = verify_set(path, embedder)
+        chunks = [Chunk.from_dict(c) for c in verified.chunks]
+        return cls(verified.path, verified.manifest, chunks, verified.index, verified.lexical, verified.embedder,
+                   settings)
 
     @property
     def build_id(self) -> str:
@@ -126,10 +116,14 @@ class KnowledgeIndex:
         """The query's vector, or None when the embedder cannot be reached (search then degrades
         to the lexical channel with a warning instead of failing)."""
         try:
-            return self._embedder.embed_query(nfkc(query))
+            vector = self._embedder.embed_query(nfkc(query))
         except QueryEmbeddingFailed as exc:
             log.warning("the query embedder failed (%s); answering from the lexical channel only", exc)
             return None
+        if not np.all(np.isfinite(vector)):
+            log.warning("the query embedder returned NaN or infinite values; answering from the lexical channel only")
+            return None
+        return vector
 
     def rank(self, query: str, qvec: np.ndarray, k: int, filters: dict, mode: str = "hybrid",
              min_similarity: float | None = None, dense: dict[int, float] | None = None,
@@ -196,7 +190,9 @@ class KnowledgeIndex:
         chunk = self.chunks[row]
         if cosine is None:
             cosine = float(np.dot(self._index.reconstruct(row), qvec)) if qvec is not None else 0.0
-        similarity = float(np.clip(cosine, 0.0, 1.0))
+        # JSON has no NaN: a non-finite number (a broken dense source) reads as no similarity.
+        similarity = float(np.clip(cosine, 0.0, 1.0)) if np.isfinite(cosine) else 0.0
+        score = score if np.isfinite(score) else 0.0
         others = [r for r in self._concepts.get(concept_key(chunk.title), ()) if r != row]
         locations = tuple({"id": self.chunks[r].id, "url": self.chunks[r].url, "material": self.chunks[r].material}
                           for r in others)

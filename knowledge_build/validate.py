@@ -7,20 +7,34 @@ warning (the index is stale).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from .artifacts import CHUNKS, decode, read_artifacts
+from .artifacts import CHUNKS
 from .config import Config
 from .diagnostics import Diagnostic
-from .errors import ArtifactError
+from .errors import KnowledgeBuildError
 from .pipeline import extract
+from .verify import check_latest, verify_set
 
 REBUILD = "rebuild the index with 'knowledge-build build'"
 
 
-def validate_site(config: Config, index_dir: Path | None = None, database_url: str | None = None) -> list[Diagnostic]:
+def verify_index(index_dir: Path, embedder=None) -> tuple[list[dict], list[Diagnostic]]:
+    """The chunks of a set that search would accept (the same `verify_set`: checksums, counts,
+    build id, analyzer, embedder) and a `latest.json` beside it that names this build; an embedder
+    this machine cannot create (package or API key missing) is a warning, with search's message."""
+    verified = verify_set(index_dir, embedder, require_embedder=False)
+    check_latest(verified.path, verified.build_id)
+    if verified.embedder_problem is None:
+        return verified.chunks, []
+    return verified.chunks, [Diagnostic(str(index_dir), 1, 1, "warning", "embedder-unavailable",
+                                        verified.embedder_problem.rstrip("."))]
+
+
+def validate_site(config: Config, index_dir: Path | None = None, database_url: str | None = None,
+                  embedder=None) -> list[Diagnostic]:
     extraction = extract(config)
+    machine: list[Diagnostic] = []  # about this machine, not the index (see verify_index)
     if database_url:
         from .store.postgres import published_chunks
 
@@ -29,14 +43,13 @@ def validate_site(config: Config, index_dir: Path | None = None, database_url: s
     else:
         index_dir = Path(index_dir or config.output or extraction.site.default_index_dir)
         try:
-            artifacts = read_artifacts(index_dir)
-            decode(artifacts, index_dir)
-        except ArtifactError as exc:
+            chunks, machine = verify_index(index_dir, embedder)
+        except KnowledgeBuildError as exc:
             return [Diagnostic(str(index_dir), 1, 1, "error", "artifact-integrity", str(exc).rstrip("."))]
-        indexed = {c["id"]: c for c in json.loads(artifacts.files[CHUNKS])}
+        indexed = {c["id"]: c for c in chunks}
     in_html = {c.id: c for c in extraction.chunks}
     pages = {p.material: p for p in extraction.pages}
-    diagnostics: list[Diagnostic] = []
+    diagnostics: list[Diagnostic] = list(machine)
     for chunk_id in sorted(indexed.keys() - in_html.keys()):
         old = indexed[chunk_id]
         page = pages.get(old["material"])

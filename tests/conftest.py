@@ -54,6 +54,18 @@ class FakeEmbedder:
         return self._vector(text)
 
 
+class LocalLookalike(FakeEmbedder):
+    """Fake vectors recorded under the local model's name and size: a set that `validate` and a
+    subprocess `search` accept as the local model's (both create that embedder), embedded in no time.
+    Its vectors are cached under the local model's name: use it only with a private cache directory."""
+
+    provider = "local"
+    model = "multilingual-e5-small-q4"
+
+    def __init__(self):
+        super().__init__(dim=384)
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path, monkeypatch):
     """No KB_* variable, config file or cache of the developer leaks into a test."""

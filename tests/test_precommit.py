@@ -10,7 +10,7 @@ import pytest
 
 from knowledge_build import build, load_config
 
-from .conftest import ROOT, SITE, FakeEmbedder
+from .conftest import ROOT, SITE, LocalLookalike
 
 PRE_COMMIT = Path(sys.executable).parent / "pre-commit"
 
@@ -26,7 +26,7 @@ def site_repo(tmp_path_factory):
     shutil.copytree(SITE, repo, ignore=shutil.ignore_patterns("_site", ".jekyll-cache"))
     _git(repo, "init", "-q")
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
-    build(load_config(site=repo, cache_dir=repo.parent / "cache", env={}), embedder=FakeEmbedder())
+    build(load_config(site=repo, cache_dir=repo.parent / "cache", env={}), embedder=LocalLookalike())
     return repo
 
 

@@ -9,12 +9,12 @@ from knowledge_build import build, load_config
 from knowledge_build.cli import main
 from knowledge_build.validate import validate_site
 
-from .conftest import FakeEmbedder
+from .conftest import LocalLookalike
 
 
 @pytest.fixture
 def indexed(site_dir):
-    build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}), embedder=FakeEmbedder())
+    build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}), embedder=LocalLookalike())
     return site_dir
 
 

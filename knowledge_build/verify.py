@@ -1,0 +1,390 @@
+"""Is this artifact set usable? One answer, used by search, validate, publish and report.
+
+`verify_set` checks, in an order that never reads more than the manifest promises:
+the manifest (size, JSON, JSON Schema, schema version, build id recomputed from the file
+checksums), every file's size (stat, before reading; capped), the FAISS header (type,
+metric, dimension, row count), then each file's sha256, the chunks (schema, sorted ids,
+counts, materials, types), the vectors (finite), the lexical tokens (analyzer, one row per
+chunk) and finally the embedder that will embed queries.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+import struct
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .artifacts import (CHUNKS, CONTENT_FILES, LATEST, LEXICAL, MANIFEST, MAX_MANIFEST_BYTES, SCHEMA_VERSION,
+                        VECTORS, ArtifactSet, build_id_of, sha256)
+from .errors import (AnalyzerMismatch, ArtifactsNotFound, ArtifactTooLarge, ArtifactUnreadable, BuildIdMismatch,
+                     ChecksumMismatch, CountMismatch, DimensionMismatch, EmbedderMismatch, EmbedderUnavailable,
+                     ManifestInvalid, SchemaVersionMismatch, StaleLatest, UnknownEmbedder)
+
+# No real set comes near this (1,000 chunks of 384 dims are 1.5 MB); it bounds what a
+# tampered manifest can make a reader load into memory.
+MAX_FILE_BYTES = 4 << 30
+_FAISS_FLAT_IP = b"IxFI"  # the fourcc FAISS writes for IndexFlatIP
+
+
+@dataclass
+class VerifiedSet:
+    path: Path
+    manifest: dict
+    chunks: list[dict]
+    index: object  # faiss.IndexFlatIP
+    lexical: dict
+    embedder: object  # None only with require_embedder=False, and then:
+    embedder_problem: str | None = None  # why this machine cannot create it (package, API key)
+
+    @property
+    def build_id(self) -> str:
+        return self.manifest["build_id"]
+
+
+def verify_set(path, embedder=None, require_embedder: bool = True) -> VerifiedSet:
+    """The set at `path` (a v1 directory, or a directory or file `latest.json` that names one),
+    verified in full. With `embedder=None` the embedder it was built with is created, exactly
+    as a search would; a given embedder must match the one recorded.
+
+    `require_embedder=False` (validate) records instead of raising when this machine cannot
+    create that embedder (a missing package or API key says nothing about the set itself)."""
+    set_dir, latest, named = locate(path)
+    artifacts = read_artifacts(set_dir)
+    if named is not None and named != artifacts.build_id:
+        raise StaleLatest(latest, named, artifacts.build_id)
+    chunks, index, lexical = decode(artifacts, set_dir)
+    _check_analyzer(set_dir, lexical)
+    try:
+        embedder = _embedder_for(set_dir, artifacts.manifest["embedder"], embedder)
+    except EmbedderUnavailable as exc:
+        if require_embedder:
+            raise
+        return VerifiedSet(set_dir, artifacts.manifest, chunks, index, lexical, None, str(exc))
+    return VerifiedSet(set_dir, artifacts.manifest, chunks, index, lexical, embedder)
+
+
+def locate(path) -> tuple[Path, Path | None, str | None]:
+    """(set directory, latest.json followed or None, build id it names or None)."""
+    path = Path(path)
+    if path.name == LATEST and path.is_file():
+        latest = path
+    elif not (path / MANIFEST).exists() and (path / LATEST).is_file():
+        latest = path / LATEST
+    else:
+        return path, None, None
+    data = _parse_json(_read(latest, latest.parent, LATEST, MAX_MANIFEST_BYTES + 1), latest.parent, LATEST)
+    if not isinstance(data, dict) or not isinstance(data.get("path"), str) or not isinstance(data.get("build_id"), str):
+        raise ArtifactUnreadable(latest.parent, LATEST, 'expected {"schema_version", "build_id", "path", "manifest"}')
+    if data.get("schema_version") != SCHEMA_VERSION or type(data.get("schema_version")) is not int:
+        raise SchemaVersionMismatch(latest, _clip(data.get("schema_version")), SCHEMA_VERSION)
+    base = latest.parent.resolve()
+    target = (base / data["path"]).resolve()
+    if not target.is_relative_to(base) or target == base:
+        raise ArtifactUnreadable(latest.parent, LATEST, f"path {_short(repr(data['path']))} is not a directory beside it")
+    return target, latest, data["build_id"]
+
+
+def check_latest(set_dir: Path, build_id: str) -> None:
+    """Raise StaleLatest when the `latest.json` beside `set_dir` points at it but names another build."""
+    set_dir = Path(set_dir).resolve()
+    latest = set_dir.parent / LATEST
+    if not latest.is_file():
+        return
+    target, _, named = locate(latest)
+    if target == set_dir and named != build_id:
+        raise StaleLatest(latest, named, build_id)
+
+
+def read_artifacts(path) -> ArtifactSet:
+    """Read a set whose manifest, sizes, checksums and build id agree (sizes checked before reading)."""
+    path = Path(path)
+    manifest, raw = _load_manifest(path)
+    entries = manifest["files"]
+    computed = build_id_of(entries)
+    if computed != manifest["build_id"]:
+        raise BuildIdMismatch(path, manifest["build_id"], computed)
+    for name in CONTENT_FILES:
+        _check_size(path, name, entries[name]["size"])
+    _check_vectors_header(path, manifest)
+    files = {MANIFEST: raw}
+    for name in CONTENT_FILES:
+        data = _read(path / name, path, name, entries[name]["size"] + 1)
+        if len(data) != entries[name]["size"]:
+            raise ChecksumMismatch(path, name, f"size {len(data)} bytes, manifest says {entries[name]['size']}")
+        if sha256(data) != entries[name]["sha256"]:
+            raise ChecksumMismatch(path, name, "sha256 differs")
+        files[name] = data
+    return ArtifactSet(manifest=manifest, files=files)
+
+
+def decode(artifacts: ArtifactSet, path):
+    """Parse a read set into (chunk dicts, faiss index, lexical dict), checking every count."""
+    path = Path(path)
+    manifest = artifacts.manifest
+    chunks = _parse_json(artifacts.files[CHUNKS], path, CHUNKS)
+    problem = chunk_shape_problem(chunks)
+    if problem:
+        raise ArtifactUnreadable(path, CHUNKS, problem)
+    _check_counts(path, manifest["counts"], chunks)
+    index = _load_index(path, artifacts.files[VECTORS], manifest, chunks)
+    lexical = _parse_json(artifacts.files[LEXICAL], path, LEXICAL)
+    _check_lexical(path, lexical, manifest["lexical"]["analyzer"], len(chunks))
+    return chunks, index, lexical
+
+
+def schema_problem(data, schema_name: str) -> str | None:
+    """The most relevant JSON Schema violation as 'where: what', or None."""
+    import jsonschema
+
+    try:
+        error = jsonschema.exceptions.best_match(_validator(schema_name).iter_errors(data))
+        if error is None:
+            return None
+        where = "/".join(str(p) for p in error.absolute_path) or "top level"
+        return f"{where}: {_short(error.message, 160)}"
+    except RecursionError:
+        return "nested too deeply"
+
+
+def chunk_shape_problem(chunks) -> str | None:
+    """Required fields, types and enums of knowledge_chunks.schema.json, read from the schema.
+
+    Not jsonschema itself: on the reference corpus (1,046 chunks) it took 0.4 s of a 0.9 s
+    open; this takes milliseconds and covers what the code relies on (the id/url patterns are
+    checked by `validate`'s comparison with the HTML)."""
+    if not isinstance(chunks, list):
+        return "top level: not a JSON array of chunks"
+    required, properties = _chunk_fields()
+    for row, chunk in enumerate(chunks):
+        if not isinstance(chunk, dict):
+            return f"{row}: not an object"
+        for name in required:
+            if name not in chunk:
+                return f"{row}: {name!r} is a required property"
+        for name, value in chunk.items():
+            spec = properties.get(name)
+            if spec is None:
+                return f"{row}: unexpected field {_clip(name)!r}"
+            if not _has_type(value, spec):
+                return f"{row}/{name}: {_short(repr(value))} is not a valid {spec.get('type') or 'value'}"
+    return None
+
+
+_JSON_TYPES = {"string": str, "array": list, "integer": int, "object": dict}
+
+
+def _has_type(value, spec: dict) -> bool:
+    expected = _JSON_TYPES.get(spec.get("type"))
+    if expected is not None and (not isinstance(value, expected) or isinstance(value, bool)):
+        return False
+    if "enum" in spec and value not in spec["enum"]:
+        return False
+    items = spec.get("items")
+    return not (expected is list and items and not all(_has_type(item, items) for item in value))
+
+
+@lru_cache(maxsize=1)
+def _chunk_fields() -> tuple[tuple[str, ...], dict]:
+    from importlib import resources
+
+    text = resources.files("knowledge_build.schemas").joinpath("knowledge_chunks.schema.json").read_text(encoding="utf-8")
+    item = json.loads(text)["items"]
+    return tuple(item["required"]), item["properties"]
+
+
+@lru_cache(maxsize=None)
+def _validator(schema_name: str):
+    from importlib import resources
+
+    import jsonschema
+
+    schema = json.loads(resources.files("knowledge_build.schemas").joinpath(schema_name).read_text(encoding="utf-8"))
+    base = jsonschema.validators.validator_for(schema)
+    # JSON Schema counts 3.0 as an integer; sizes, counts and dimensions must be real ints.
+    strict = base.TYPE_CHECKER.redefine("integer", lambda _, x: isinstance(x, int) and not isinstance(x, bool))
+    return jsonschema.validators.extend(base, type_checker=strict)(schema)
+
+
+def _load_manifest(path: Path) -> tuple[dict, bytes]:
+    manifest_path = path / MANIFEST
+    try:
+        info = manifest_path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise ArtifactsNotFound(path) from None
+    except OSError as exc:
+        raise ArtifactUnreadable(path, MANIFEST, exc.strerror or exc) from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise ManifestInvalid(path, "not a regular file")
+    if info.st_size > MAX_MANIFEST_BYTES:
+        raise ManifestInvalid(path, f"{info.st_size} bytes; a manifest has a few kilobytes")
+    raw = _read(manifest_path, path, MANIFEST, MAX_MANIFEST_BYTES + 1)
+    manifest = _parse_json(raw, path, MANIFEST)
+    if not isinstance(manifest, dict):
+        raise ManifestInvalid(path, f"a JSON {type(manifest).__name__.replace('NoneType', 'null')}, not an object")
+    version = manifest.get("schema_version")
+    if version != SCHEMA_VERSION or type(version) is not int:
+        raise SchemaVersionMismatch(path, _clip(version), SCHEMA_VERSION)
+    problem = schema_problem(manifest, "manifest.schema.json")
+    if problem:
+        raise ManifestInvalid(path, problem)
+    return manifest, raw
+
+
+def _parse_json(raw: bytes, path: Path, name: str):
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        detail = "JSON nested too deeply"
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+        detail = f"not valid JSON: {_short(str(exc), 120)}"
+    if name == MANIFEST:
+        raise ManifestInvalid(path, detail)
+    raise ArtifactUnreadable(path, name, detail)
+
+
+def _read(file: Path, path: Path, name: str, limit: int) -> bytes:
+    """At most `limit` bytes of `file` (the callers know how large it may be)."""
+    try:
+        with open(file, "rb") as handle:
+            return handle.read(limit)
+    except FileNotFoundError:
+        raise ChecksumMismatch(path, name, "file missing") from None
+    except OSError as exc:
+        raise ArtifactUnreadable(path, name, exc.strerror or exc) from exc
+
+
+def _check_size(path: Path, name: str, expected: int) -> None:
+    if expected > MAX_FILE_BYTES:
+        raise ArtifactTooLarge(path, name, expected, MAX_FILE_BYTES)
+    try:
+        info = (path / name).stat()
+    except FileNotFoundError:
+        raise ChecksumMismatch(path, name, "file missing") from None
+    except OSError as exc:
+        raise ArtifactUnreadable(path, name, exc.strerror or exc) from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise ArtifactUnreadable(path, name, "not a regular file")
+    if info.st_size != expected:
+        raise ChecksumMismatch(path, name, f"size {info.st_size} bytes, manifest says {expected}")
+
+
+@lru_cache(maxsize=1)
+def _flat_header_size() -> int:
+    """Bytes before the vectors in a serialised IndexFlatIP (asked of FAISS, not hard-coded)."""
+    import faiss
+
+    return len(faiss.serialize_index(faiss.IndexFlatIP(1)))
+
+
+def _check_vectors_header(path: Path, manifest: dict) -> None:
+    """Type, metric, dimension and row count from the FAISS header alone, so a file that does
+    not hold exactly counts.chunks x dim vectors is refused before it is read."""
+    expected_rows, dim = manifest["counts"]["chunks"], manifest["embedder"]["dim"]
+    header_size = _flat_header_size()
+    header = _read(path / VECTORS, path, VECTORS, header_size)
+    if len(header) < header_size or header[:4] != _FAISS_FLAT_IP:
+        raise ArtifactUnreadable(path, VECTORS, "not a FAISS IndexFlatIP (inner product = cosine)")
+    (found_dim,), (rows,) = struct.unpack_from("<i", header, 4), struct.unpack_from("<q", header, 8)
+    if found_dim != dim:
+        raise DimensionMismatch(path, dim, found_dim, VECTORS)
+    if rows != expected_rows:
+        raise CountMismatch(path, VECTORS, expected_rows, rows)
+    size = manifest["files"][VECTORS]["size"]
+    if size != header_size + rows * dim * 4:
+        raise ArtifactUnreadable(path, VECTORS, f"{size} bytes, but {rows} vectors of dimension {dim} "
+                                                f"take {header_size + rows * dim * 4}")
+
+
+def _check_counts(path: Path, counts: dict, chunks: list[dict]) -> None:
+    if len(chunks) != counts["chunks"]:
+        raise CountMismatch(path, CHUNKS, counts["chunks"], len(chunks))
+    ids = [c["id"] for c in chunks]
+    if any(a >= b for a, b in zip(ids, ids[1:])):
+        raise ArtifactUnreadable(path, CHUNKS, "chunk ids are not unique and sorted")
+    materials = len({c["material"] for c in chunks})
+    if materials != counts["materials"]:
+        raise CountMismatch(path, f"{CHUNKS} (materials)", counts["materials"], materials)
+    by_type: dict[str, int] = {}
+    for chunk in chunks:
+        by_type[chunk["type"]] = by_type.get(chunk["type"], 0) + 1
+    for kind in sorted(by_type.keys() | counts["by_type"].keys()):
+        if by_type.get(kind, 0) != counts["by_type"].get(kind, 0):
+            raise CountMismatch(path, f"{CHUNKS} (type {kind!r})", counts["by_type"].get(kind, 0), by_type.get(kind, 0))
+
+
+def _load_index(path: Path, data: bytes, manifest: dict, chunks: list[dict]):
+    import faiss
+    import numpy as np
+
+    try:
+        index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
+    except RuntimeError as exc:
+        raise ArtifactUnreadable(path, VECTORS, f"FAISS cannot read it: {_short(str(exc).splitlines()[-1], 120)}") from exc
+    if type(index) is not faiss.IndexFlatIP or index.metric_type != faiss.METRIC_INNER_PRODUCT:
+        raise ArtifactUnreadable(path, VECTORS, f"a {type(index).__name__}, not the IndexFlatIP that metric 'cosine' needs")
+    if index.ntotal != manifest["counts"]["chunks"]:
+        raise CountMismatch(path, VECTORS, manifest["counts"]["chunks"], index.ntotal)
+    if index.d != manifest["embedder"]["dim"]:
+        raise DimensionMismatch(path, manifest["embedder"]["dim"], index.d, VECTORS)
+    if index.ntotal:
+        vectors = faiss.rev_swig_ptr(index.get_xb(), index.ntotal * index.d).reshape(index.ntotal, index.d)
+        bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
+        if bad.size:
+            row = int(bad[0])
+            raise ArtifactUnreadable(path, VECTORS, f"row {row} ({chunks[row]['id']}) holds NaN or infinite values")
+    return index
+
+
+def _check_lexical(path: Path, lexical, analyzer: str, rows: int) -> None:
+    if not isinstance(lexical, dict) or not isinstance(lexical.get("fields"), dict):
+        raise ArtifactUnreadable(path, LEXICAL, 'expected an object {"analyzer", "fields"}')
+    if lexical.get("analyzer") != analyzer:
+        raise ArtifactUnreadable(path, LEXICAL, f"analyzer {_short(repr(lexical.get('analyzer')))} differs from "
+                                                f"the manifest's {analyzer!r}")
+    for name, docs in lexical["fields"].items():
+        if not isinstance(docs, list):
+            raise ArtifactUnreadable(path, LEXICAL, f"field {_short(repr(name))} is not a list")
+        if len(docs) != rows:
+            raise CountMismatch(path, f"{LEXICAL} field '{name}'", rows, len(docs))
+        if not all(isinstance(doc, list) and all(isinstance(t, str) for t in doc) for doc in docs):
+            raise ArtifactUnreadable(path, LEXICAL, f"field {name!r} holds something other than lists of tokens")
+
+
+def _check_analyzer(path: Path, lexical: dict) -> None:
+    from .text_ja import ANALYZER, FIELDS
+
+    if lexical["analyzer"] != ANALYZER:
+        raise AnalyzerMismatch(path, _short(lexical["analyzer"]), ANALYZER)
+    missing = [f for f in FIELDS if f not in lexical["fields"]]
+    if missing:
+        raise ArtifactUnreadable(path, LEXICAL, f"field(s) {', '.join(missing)} missing")
+
+
+def _embedder_for(path: Path, built_with: dict, embedder):
+    """The embedder queries will use: the given one, or the one the set was built with."""
+    from .embed import PROVIDERS, describe, embedder_key, get_embedder
+
+    if embedder is None:
+        if built_with["provider"] not in PROVIDERS:
+            raise UnknownEmbedder(path, _clip(built_with["provider"]), PROVIDERS)
+        embedder = get_embedder(built_with["provider"], model=built_with["model"], known_dim=built_with["dim"])
+    if describe(embedder) != built_with:
+        raise EmbedderMismatch(path, embedder_key(built_with), embedder_key(describe(embedder)))
+    return embedder
+
+
+def _clip(value):
+    """A value to show in a message: itself, or the start of its repr when that is long."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        return "(nested too deeply)"
+    return value if len(text) <= 60 else _short(text)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -1,0 +1,281 @@
+"""Writing a set: only an empty directory or an earlier set is replaced, a failure at any step
+leaves the previous set whole, stale staging directories go, latest.json follows the set,
+NaN vectors never reach a set or a JSON answer."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from knowledge_build import KnowledgeIndex, build, load_config
+from knowledge_build import artifacts as artifacts_module
+from knowledge_build import fsutil
+from knowledge_build.cli import main
+from knowledge_build.errors import (ArtifactUnreadable, ArtifactWriteFailed, NonFiniteVectors,
+                                    OutputNotArtifactSet, StaleLatest)
+from knowledge_build.validate import validate_site
+from knowledge_build.verify import check_latest, verify_set
+
+from .conftest import SITE, FakeEmbedder
+
+
+def _config(site_dir, **flags):
+    return load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}, **flags)
+
+
+@pytest.fixture
+def built(site_dir):
+    return build(_config(site_dir), embedder=FakeEmbedder())
+
+
+def _snapshot(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def _edit_a_box(site_dir: Path) -> None:
+    page = site_dir / "junior" / "一次方程式.html"
+    page.write_text(page.read_text(encoding="utf-8").replace("移項</strong>", "移項の規則</strong>"), encoding="utf-8")
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+# --- only an empty directory or an earlier set is replaced ---------------------------------------------
+
+def test_build_refuses_an_output_directory_holding_other_files_before_embedding(site_dir, tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("大事なメモ", encoding="utf-8")
+    embedder = FakeEmbedder()
+    with pytest.raises(OutputNotArtifactSet, match=f"refusing to write the artifact set to '{out}': it holds "
+                                                   "'notes.txt'.*Choose an empty or new directory"):
+        build(_config(site_dir, output=out), embedder=embedder)
+    assert embedder.calls == 0
+    assert _snapshot(out) == {"notes.txt": "大事なメモ".encode()}
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".mine")) == []
+
+
+def test_an_earlier_set_with_a_file_added_by_hand_is_not_replaced(built, site_dir):
+    (built.output / "README.md").write_text("my notes", encoding="utf-8")
+    before = _snapshot(built.output)
+    _edit_a_box(site_dir)
+    with pytest.raises(OutputNotArtifactSet, match="'README.md'"):
+        build(_config(site_dir), embedder=FakeEmbedder())
+    assert _snapshot(built.output) == before
+
+
+def test_output_dot_in_knowledge_yml_is_refused_and_deletes_nothing(site_dir, tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.move(str(site_dir), project / "site")
+    (project / "knowledge.yml").write_text("site: site\noutput: .\n", encoding="utf-8")
+    before = _snapshot(project)
+    monkeypatch.chdir(project)
+    result = CliRunner().invoke(main, ["build"])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert result.output.startswith(f"Error: refusing to write the artifact set to '{project}': it holds ")
+    assert _snapshot(project) == before
+
+
+def test_a_file_as_output_is_refused(site_dir, tmp_path):
+    target = tmp_path / "index.json"
+    target.write_text("{}", encoding="utf-8")
+    with pytest.raises(OutputNotArtifactSet, match="it is a file, not a directory"):
+        build(_config(site_dir, output=target), embedder=FakeEmbedder())
+    assert target.read_text(encoding="utf-8") == "{}"
+
+
+def test_an_empty_existing_directory_is_filled(site_dir, tmp_path):
+    out = tmp_path / "empty"
+    out.mkdir()
+    result = build(_config(site_dir, output=out), embedder=FakeEmbedder())
+    assert result.output == out
+    assert sorted(p.name for p in out.iterdir()) == ["knowledge_chunks.json", "lexical.json", "manifest.json",
+                                                     "vectors.faiss"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".empty")] == []
+
+
+def test_a_rebuild_replaces_an_earlier_set_through_a_symlink_and_keeps_the_link(site_dir, tmp_path):
+    real = tmp_path / "real-v1"
+    build(_config(site_dir, output=real), embedder=FakeEmbedder())
+    link = tmp_path / "v1"
+    link.symlink_to(real)
+    _edit_a_box(site_dir)
+    result = build(_config(site_dir, output=link), embedder=FakeEmbedder())
+    assert link.is_symlink() and result.output == real
+    assert verify_set(link, FakeEmbedder()).build_id == result.artifacts.build_id
+
+
+def test_jekyll_plugin_output_dir_outside_the_destination_is_refused(tmp_path):
+    if shutil.which("jekyll") is None:
+        pytest.fail("jekyll is not installed; `make test` installs Debian's jekyll package")
+    root = tmp_path / "site"
+    shutil.copytree(SITE, root, ignore=shutil.ignore_patterns("_site", ".jekyll-cache"))
+    config = root / "_config.yml"
+    config.write_text(config.read_text(encoding="utf-8").replace("output_dir: knowledge/v1", "output_dir: .."),
+                      encoding="utf-8")
+    before = _snapshot(root)
+    env = {**os.environ, "KNOWLEDGE_BUILD_COMMAND": f"{sys.executable} -m knowledge_build.cli",
+           "KB_CACHE_DIR": str(tmp_path / "cache")}
+    result = subprocess.run(["jekyll", "build"], cwd=root, capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode != 0
+    assert f"refusing to write the artifact set to '{root}'" in result.stdout + result.stderr
+    after = {k: v for k, v in _snapshot(root).items() if not k.startswith(("_site/", ".jekyll-cache/"))}
+    assert after == before
+
+
+# --- a failure at any step leaves the previous set whole ------------------------------------------------
+
+def test_a_write_that_fails_midway_leaves_the_previous_set_and_no_staging(built, site_dir, monkeypatch):
+    knowledge = built.output.parent
+    before = _snapshot(knowledge)
+
+    def disk_full(directory, files):
+        (directory / "knowledge_chunks.json").write_bytes(b"[")
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(artifacts_module, "write_files", disk_full)
+    _edit_a_box(site_dir)
+    with pytest.raises(ArtifactWriteFailed, match="No space left on device.*previous set, if any, is untouched"):
+        build(_config(site_dir), embedder=FakeEmbedder())
+    assert _snapshot(knowledge) == before
+    assert sorted(p.name for p in knowledge.iterdir()) == ["latest.json", "v1"]
+
+
+def test_a_failed_second_rename_without_renameat2_puts_the_previous_set_back(built, site_dir, monkeypatch):
+    before = _snapshot(built.output)
+    real_rename = os.rename
+    monkeypatch.setattr(fsutil, "rename_exchange", lambda a, b: False)
+
+    def rename(src, dst):
+        if Path(src).name.startswith(".v1.new-"):
+            raise OSError(5, "Input/output error")
+        real_rename(src, dst)
+    monkeypatch.setattr(fsutil.os, "rename", rename)
+    _edit_a_box(site_dir)
+    with pytest.raises(ArtifactWriteFailed, match="Input/output error"):
+        build(_config(site_dir), embedder=FakeEmbedder())
+    assert _snapshot(built.output) == before
+    assert sorted(p.name for p in built.output.parent.iterdir()) == ["latest.json", "v1"]
+
+
+def test_without_renameat2_a_rebuild_swaps_in_the_new_set(built, site_dir, monkeypatch):
+    monkeypatch.setattr(fsutil, "rename_exchange", lambda a, b: False)
+    _edit_a_box(site_dir)
+    again = build(_config(site_dir), embedder=FakeEmbedder())
+    assert verify_set(again.output, FakeEmbedder()).build_id == again.artifacts.build_id != built.artifacts.build_id
+    assert sorted(p.name for p in again.output.parent.iterdir()) == ["latest.json", "v1"]
+
+
+def test_a_kill_between_the_swap_and_latest_json_is_detected_and_repaired(built, site_dir, monkeypatch):
+    knowledge = built.output.parent
+    real_atomic_write = artifacts_module.atomic_write
+
+    def killed(path, data):
+        raise KeyboardInterrupt  # the process dies before latest.json is replaced
+    monkeypatch.setattr(artifacts_module, "atomic_write", killed)
+    _edit_a_box(site_dir)
+    with pytest.raises(KeyboardInterrupt):
+        build(_config(site_dir), embedder=FakeEmbedder())
+    new_id = verify_set(built.output, FakeEmbedder()).build_id
+    assert new_id != built.artifacts.build_id  # v1 holds the whole new set
+    assert json.loads((knowledge / "latest.json").read_text(encoding="utf-8"))["build_id"] == built.artifacts.build_id
+    with pytest.raises(StaleLatest, match=f"names build '{built.artifacts.build_id}'.*is build '{new_id}'"):
+        KnowledgeIndex.open(knowledge, embedder=FakeEmbedder())
+    assert [d.rule for d in validate_site(_config(site_dir), embedder=FakeEmbedder())] == ["artifact-integrity"]
+    monkeypatch.chdir(built.output)
+    with pytest.raises(StaleLatest):
+        check_latest(Path("."), new_id)
+
+    monkeypatch.setattr(artifacts_module, "atomic_write", real_atomic_write)
+    again = build(_config(site_dir), embedder=FakeEmbedder())
+    assert KnowledgeIndex.open(knowledge, embedder=FakeEmbedder()).build_id == again.artifacts.build_id == new_id
+
+
+def test_latest_json_is_followed_to_its_set(built):
+    index = KnowledgeIndex.open(built.output.parent / "latest.json", embedder=FakeEmbedder())
+    assert index.path == built.output and index.build_id == built.artifacts.build_id
+
+
+def test_a_latest_json_pointing_outside_its_directory_is_refused(built):
+    latest = built.output.parent / "latest.json"
+    latest.write_text(json.dumps({**json.loads(latest.read_text()), "path": "../../"}), encoding="utf-8")
+    with pytest.raises(ArtifactUnreadable, match="is not a directory beside it"):
+        verify_set(built.output.parent, FakeEmbedder())
+
+
+# --- stale staging directories of killed builds ---------------------------------------------------------
+
+def test_stale_staging_directories_of_killed_builds_are_removed_on_the_next_build(built, site_dir):
+    knowledge = built.output.parent
+    dead = _dead_pid()
+    partial = knowledge / f".v1.new-{dead}-abcd1234"
+    partial.mkdir()
+    (partial / "knowledge_chunks.json").write_bytes(b"[")
+    old = knowledge / f".v1.old-{dead}-0f0f0f0f"
+    shutil.copytree(built.output, old)
+    legacy = knowledge / ".v1.new-k3j_x9q2"  # mkdtemp name of earlier versions
+    legacy.mkdir()
+    foreign = knowledge / f".v1.new-{dead}-ffff0000"
+    foreign.mkdir()
+    (foreign / "diary.txt").write_text("mine", encoding="utf-8")
+    running = knowledge / f".v1.new-{os.getpid()}-12345678"
+    running.mkdir()
+    _edit_a_box(site_dir)
+    build(_config(site_dir), embedder=FakeEmbedder())
+    assert sorted(p.name for p in knowledge.iterdir()) == sorted(
+        ["latest.json", "v1", foreign.name, running.name])
+    assert (foreign / "diary.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_a_kill_between_the_two_fallback_renames_is_recovered_by_the_next_build(built, site_dir):
+    knowledge = built.output.parent
+    stranded = knowledge / f".v1.old-{_dead_pid()}-0a0b0c0d"
+    built.output.rename(stranded)  # the state a kill leaves without renameat2
+    _edit_a_box(site_dir)
+    again = build(_config(site_dir), embedder=FakeEmbedder())
+    assert sorted(p.name for p in knowledge.iterdir()) == ["latest.json", "v1"]
+    assert KnowledgeIndex.open(knowledge, embedder=FakeEmbedder()).build_id == again.artifacts.build_id
+
+
+# --- NaN never reaches a set or a JSON answer --------------------------------------------------------------
+
+class NaNFor(FakeEmbedder):
+    def __init__(self, word):
+        super().__init__()
+        self.word = word
+
+    def _vector(self, text):
+        vector = super()._vector(text)
+        return vector * np.nan if self.word in text else vector
+
+
+def test_a_build_refuses_nan_vectors_naming_the_chunk_and_writes_nothing(built, site_dir):
+    before = _snapshot(built.output.parent)
+    with pytest.raises(NonFiniteVectors, match=r"NaN or infinite values for chunk '(二次方程式|因数分解)#[^']+'.*"
+                                               r"delete the vector cache"):
+        build(_config(site_dir, cache_dir=site_dir.parent / "nan-cache"), embedder=NaNFor("解の公式"))
+    assert _snapshot(built.output.parent) == before
+
+
+def test_a_nan_query_vector_answers_from_the_lexical_channel_with_json_safe_numbers(built):
+    index = KnowledgeIndex.open(built.output, embedder=NaNFor("二次方程式"))
+    results = index.search("二次方程式の解の公式", k=5)
+    assert results
+    text = json.dumps([r.to_dict() for r in results], allow_nan=False)
+    assert "NaN" not in text and all(r.similarity == 0.0 for r in results)
+
+
+def test_nan_cosines_from_a_dense_source_become_zero_similarity(built):
+    index = KnowledgeIndex.open(built.output, embedder=FakeEmbedder())
+    results = index.search("二次方程式", k=3, dense_source=lambda qvec, filters: {0: float("nan"), 1: 0.5})
+    json.dumps([r.to_dict() for r in results], allow_nan=False)
+    assert all(np.isfinite(r.similarity) and np.isfinite(r.score) for r in results)
