@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "ArtifactSet": "artifacts", "read_artifacts": "artifacts",
     "Chunk": "chunks",
-    "Config": "config", "load_config": "config",
+    "Config": "config", "index_dir": "config", "load_config": "config",
     "Diagnostic": "diagnostics",
     "Embedder": "embed", "get_embedder": "embed",
     "ArtifactError": "errors", "BuildFailed": "errors", "ChecksumMismatch": "errors", "ChunkNotFound": "errors",
@@ -26,7 +26,7 @@ _EXPORTS = {
     "BuildResult": "pipeline", "Extraction": "pipeline", "build": "pipeline", "extract": "pipeline",
     "SearchSettings": "ranking",
     "KnowledgeIndex": "search", "SearchResult": "search",
-    "CircuitBreaker": "service", "SearchService": "service",
+    "CircuitBreaker": "service", "SearchService": "service", "open_search": "service",
     "NoteStore": "store.notes",
 }
 

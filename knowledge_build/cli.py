@@ -15,7 +15,8 @@ import click
 
 import knowledge_build as kb
 
-from .cli_common import _PATH, _fail_on_library_errors, _print_diagnostics
+from .cli_common import (_PATH, DATABASE_OPTION, INDEX_OPTION, SITE_OPTION, _fail_on_library_errors,
+                         _print_diagnostics)
 from .kinds import LEVELS, TYPES
 
 
@@ -98,7 +99,8 @@ def _build_summary(result) -> dict:
 
 @main.command()
 @click.argument("query", required=False)
-@click.option("--index", "index_dir", type=_PATH, required=True, help="Artifact directory (…/knowledge/v1).")
+@INDEX_OPTION
+@SITE_OPTION
 @click.option("-k", "--k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="Number of results.")
 @click.option("--type", "type_", type=click.Choice(TYPES))
 @click.option("--category", help="Only chunks of this category (front matter 'category').")
@@ -109,14 +111,14 @@ def _build_summary(result) -> dict:
 @click.option("--queries", type=click.File("r", encoding="utf-8"),
               help='JSON Lines file of {"qid", "query"}: prints one JSON result line per query.')
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-@click.option("--database-url", envvar="KB_DATABASE_URL",
-              help="Ask this database first, the artifacts when it fails. Default: $KB_DATABASE_URL.")
+@DATABASE_OPTION
 @_fail_on_library_errors
-def search(query, index_dir, k, type_, category, material, level, mode, min_similarity, queries, fmt, database_url):
-    """Search the knowledge chunks of an artifact set (the database first when one is given)."""
+def search(query, index_dir, site, k, type_, category, material, level, mode, min_similarity, queries, fmt,
+           database_url):
+    """Search the knowledge chunks of an artifact set (the database first when one is configured)."""
     if not query and queries is None:
         raise click.UsageError("give a QUERY, or --queries FILE.jsonl")
-    index = kb.SearchService.open(index_dir, database_url) if database_url else kb.KnowledgeIndex.open(index_dir)
+    index = kb.open_search(kb.load_config(site=site, index=index_dir, database_url=database_url))
     filters = dict(k=k, type=type_, category=category, material=material, level=level, mode=mode,
                    min_similarity=min_similarity)
     if queries is not None:
@@ -183,12 +185,8 @@ def _report_diagnostics(diagnostics, fmt: str, strict: bool, summary: dict) -> N
         sys.exit(1)
 
 
-_SITE_OPTION = click.option("--site", type=_PATH,
-                            help="Jekyll source directory (with _config.yml) or a built _site directory.")
-
-
 @main.command()
-@_SITE_OPTION
+@SITE_OPTION
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
               help="github prints workflow annotations (::error file=…,line=…::…).")
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
@@ -206,7 +204,7 @@ def check(site, fmt, strict):
 
 @main.command("suggest-ids")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
-@_SITE_OPTION
+@SITE_OPTION
 @click.option("--write", is_flag=True, help="Insert the suggested id attributes into the files (only those bytes change).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_fail_on_library_errors
@@ -254,26 +252,33 @@ def _print_suggestions(suggestions, write: bool, written: int, files: int, refus
 
 
 @main.command()
-@_SITE_OPTION
-@click.option("--index", "index_dir", type=_PATH, help="Artifact directory. Default: <site output>/knowledge/v1.")
-@click.option("--database-url", help="Validate what is published in this database instead of the artifacts.")
+@SITE_OPTION
+@INDEX_OPTION
+@DATABASE_OPTION
+@click.option("--database", "use_database", is_flag=True,
+              help="Validate what is published in the configured database instead of the artifacts "
+                   "(implied by --database-url).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings (a stale index) too.")
 @_fail_on_library_errors
-def validate(site, index_dir, database_url, fmt, strict):
+def validate(site, index_dir, database_url, use_database, fmt, strict):
     """Check that the index matches the HTML and that the artifact set is intact.
 
     Errors: an indexed anchor missing from the HTML (a broken link for the tutor), a damaged
     artifact set. Warnings: knowledge ids or changed boxes the index does not have yet.
     """
+    from .config import require_database_url
     from .validate import validate_site
 
-    diagnostics = validate_site(kb.load_config(site=site), index_dir, database_url)
+    config = kb.load_config(site=site, index=index_dir, database_url=database_url)
+    url = require_database_url(config) if use_database or database_url else None
+    diagnostics = validate_site(config, None, url)
     _report_diagnostics(diagnostics, fmt, strict, {})
 
 
 @main.command("eval")
-@click.option("--index", "index_dir", type=_PATH, required=True, help="Artifact directory (…/knowledge/v1).")
+@INDEX_OPTION
+@SITE_OPTION
 @click.option("--dataset", type=_PATH, required=True, help='JSON Lines of {"qid","query","relevant":[ids],"kind"}.')
 @click.option("--k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="Cut-off for precision/recall/F1.")
 @click.option("--mode", type=click.Choice(["hybrid", "dense", "lexical"]), default="hybrid", show_default=True)
@@ -286,7 +291,7 @@ def validate(site, index_dir, database_url, fmt, strict):
               help="Largest allowed drop of hit@1/5/10, MRR@10 or nDCG@10 against the baseline.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_fail_on_library_errors
-def eval_command(index_dir, dataset, k, mode, output_dir, baseline, save_baseline, fail_on_regression,
+def eval_command(index_dir, site, dataset, k, mode, output_dir, baseline, save_baseline, fail_on_regression,
                  regression_threshold, fmt):
     """Measure retrieval quality on labelled queries and gate regressions against a baseline."""
     from . import evaluate as ev
@@ -294,7 +299,7 @@ def eval_command(index_dir, dataset, k, mode, output_dir, baseline, save_baselin
     if save_baseline and baseline is None:
         raise click.UsageError("--save-baseline needs --baseline FILE")
     queries = ev.load_dataset(dataset)
-    index = kb.KnowledgeIndex.open(index_dir)
+    index = kb.open_search(kb.load_config(site=site, index=index_dir), use_database=False)
     report = ev.evaluate(index, queries, k=k, mode=mode)
     if baseline is not None and not save_baseline:
         ev.compare(report, ev.load_baseline(baseline), regression_threshold)
@@ -339,8 +344,8 @@ def convert_squad_command(source, output, limit):
 
 
 @main.command()
-@_SITE_OPTION
-@click.option("--index", "index_dir", type=_PATH, help="Artifact directory. Default: <site output>/knowledge/v1.")
+@SITE_OPTION
+@INDEX_OPTION
 @click.option("--out", type=_PATH, default=Path("reports/coverage.html"), show_default=True, help="HTML file to write.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_fail_on_library_errors
@@ -349,7 +354,7 @@ def report(site, index_dir, out, fmt):
     heuristic learns and findings, with the index's version and embedder."""
     from .report import coverage, render_html
 
-    data = coverage(kb.load_config(site=site), index_dir)
+    data = coverage(kb.load_config(site=site, index=index_dir))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_html(data), encoding="utf-8")
     if fmt == "json":
@@ -367,9 +372,10 @@ def learns():
 
 
 @learns.command("generate")
-@_SITE_OPTION
-@click.option("--model", help="Chat model. Default: gpt-4o-mini (OpenAI) or the server's model name.")
-@click.option("--base-url", envvar="KB_BASE_URL", help="An OpenAI-compatible server instead of OpenAI.")
+@SITE_OPTION
+@click.option("--model", help="Chat model (setting chat_model, KB_CHAT_MODEL). Default: gpt-4o-mini.")
+@click.option("--base-url", help="An OpenAI-compatible chat server instead of OpenAI (setting chat_base_url, "
+                                 "KB_CHAT_BASE_URL).")
 @click.option("--only-missing/--all", default=True, show_default=True,
               help="Only boxes without learns (heuristic ones), or also refresh earlier generated ones.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
@@ -381,23 +387,26 @@ def learns():
 def learns_generate(site, model, base_url, only_missing, timeout, retries, fmt):
     """Ask a chat model for 3–5 learns per box that has none; never touches human-written ones.
 
-    Results are cached by the box's text in data/learns.generated.yml (setting
+    Results are cached by the box's text in the site's _data/learns.generated.yml (setting
     generated_learns) for a person to review; the next build uses them (learns_source:
     generated). Invalid answers (bad JSON, not 3–5 items) are retried, then reported.
     """
+    from .config import generated_learns_path
     from .learns_gen import generate
 
-    config = kb.load_config(site=site)
-    chunks = [c for c in kb.extract(config).chunks if c.type != "example"]
-    report = generate(chunks, config.generated_learns, model, base_url, only_missing, max_retries=retries,
+    config = kb.load_config(site=site, chat_model=model, chat_base_url=base_url)
+    extraction = kb.extract(config)
+    target = generated_learns_path(config, extraction.site)
+    chunks = [c for c in extraction.chunks if c.type != "example"]
+    report = generate(chunks, target, config.chat_model, config.chat_base_url, only_missing, max_retries=retries,
                       timeout=timeout)
     if fmt == "json":
         click.echo(json.dumps({"generated": report.generated, "cached": report.cached, "failed": report.failed,
-                               "requests": report.requests, "file": str(config.generated_learns)},
+                               "requests": report.requests, "file": str(target)},
                               ensure_ascii=False, indent=2))
         return
     click.echo(f"Generated learns for {len(report.generated)} box(es), {report.cached} already cached, "
-               f"{len(report.failed)} failed ({report.requests} requests). Review {config.generated_learns}.")
+               f"{len(report.failed)} failed ({report.requests} requests). Review {target}.")
     for chunk_id, problem in report.failed.items():
         click.echo(f"  failed {chunk_id}: {problem}", err=True)
 

@@ -31,3 +31,15 @@ def _print_diagnostics(diagnostics, verbose: bool) -> None:
     for d in diagnostics:
         if d.severity != "info" or verbose:
             click.echo(d.format(), err=True)
+
+
+# Options of every command that reads an artifact set or a database; values resolve through one
+# Config (knowledge.yml < KB_* environment < these flags).
+SITE_OPTION = click.option("--site", type=_PATH,
+                           help="Jekyll source directory (with _config.yml) or a built _site directory.")
+INDEX_OPTION = click.option("--index", "index_dir", type=_PATH,
+                            help="Artifact directory (…/knowledge/v1, or knowledge/ to follow latest.json). "
+                                 "Default: setting index (KB_INDEX), else <site output>/knowledge/v1.")
+DATABASE_OPTION = click.option("--database-url",
+                               help="PostgreSQL/pgvector URL (Supabase: the connection string). "
+                                    "Default: setting database_url (KB_DATABASE_URL).")

@@ -10,30 +10,29 @@ import click
 
 import knowledge_build as kb
 
-from .cli_common import _PATH, _fail_on_library_errors
-
-_DATABASE_URL = click.option("--database-url", envvar="DATABASE_URL",
-                             help="PostgreSQL URL (Supabase: the connection string). Default: $DATABASE_URL.")
-
+from .cli_common import _PATH, DATABASE_OPTION, INDEX_OPTION, SITE_OPTION, _fail_on_library_errors
 
 @click.command()
-@click.option("--index", "index_dir", type=_PATH, required=True, help="Artifact directory (…/knowledge/v1).")
-@click.option("--database-url", envvar="DATABASE_URL", required=True,
-              help="PostgreSQL URL of the publishing role. Default: $DATABASE_URL.")
+@INDEX_OPTION
+@SITE_OPTION
+@DATABASE_OPTION
 @click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_fail_on_library_errors
-def publish(index_dir, database_url, dry_run, fmt):
+def publish(index_dir, site, database_url, dry_run, fmt):
     """Publish an artifact set to Postgres/pgvector in one transaction (diff by content).
 
     Applies pending migrations, upserts new and changed chunks, deletes chunks whose
     anchors are gone and records the build id, all at once: readers see the old set or
     the new one. Publishing the same build twice changes nothing.
     """
+    from .config import index_dir as resolve_index, require_database_url
     from .store.postgres import connect, publish as publish_set
 
-    with connect(database_url) as conn:
-        plan = publish_set(conn, index_dir, dry_run=dry_run, progress=fmt == "text" and sys.stderr.isatty())
+    config = kb.load_config(site=site, index=index_dir, database_url=database_url)
+    target = resolve_index(config)
+    with connect(require_database_url(config)) as conn:
+        plan = publish_set(conn, target, dry_run=dry_run, progress=fmt == "text" and sys.stderr.isatty())
     if fmt == "json":
         click.echo(json.dumps({**plan.to_dict(), "dry_run": dry_run}, ensure_ascii=False, indent=2))
         return
@@ -55,12 +54,12 @@ def db():
 @click.option("--data-dir", type=_PATH, default=Path(".knowledge-db"), show_default=True, help="Where the database lives.")
 @_fail_on_library_errors
 def db_start(data_dir):
-    """Start a local PostgreSQL 18 + pgvector (no root, no Docker) and print its DATABASE_URL."""
+    """Start a local PostgreSQL 18 + pgvector (no root, no Docker) and print its URL (for KB_DATABASE_URL)."""
     from .store import server
 
     url = server.start(data_dir)
     click.echo(url)
-    click.echo(f"Running until 'knowledge-build db stop --data-dir {data_dir}'. Use it with: export DATABASE_URL='{url}'",
+    click.echo(f"Running until 'knowledge-build db stop --data-dir {data_dir}'. Use it with: export KB_DATABASE_URL='{url}'",
                err=True)
 
 
@@ -74,16 +73,15 @@ def db_stop(data_dir):
 
 
 @db.command("migrate")
-@_DATABASE_URL
+@DATABASE_OPTION
 @click.option("--dim", type=click.IntRange(1), required=True, help="Vector dimension (384 local model, 1536 OpenAI).")
 @_fail_on_library_errors
 def db_migrate(database_url, dim):
     """Apply the schema migrations that the database has not recorded yet."""
+    from .config import require_database_url
     from .store.postgres import connect, migrate
 
-    if not database_url:
-        raise click.UsageError("give --database-url or set DATABASE_URL")
-    with connect(database_url) as conn:
+    with connect(require_database_url(kb.load_config(database_url=database_url))) as conn:
         applied = migrate(conn, dim)
     click.echo(f"Applied {', '.join(applied)}." if applied else "Nothing to apply: the schema is up to date.")
 
@@ -100,9 +98,10 @@ def db_sql(dim):
 
 
 @click.command()
-@click.option("--index", "index_dir", type=_PATH, required=True, help="Artifact directory (…/knowledge/v1).")
-@click.option("--database-url", envvar="KB_DATABASE_URL",
-              help="Search this database first (artifacts as fallback) and keep notes in it. Default: $KB_DATABASE_URL.")
+@INDEX_OPTION
+@SITE_OPTION
+@click.option("--database-url", help="Search this database first (artifacts as fallback) and keep notes in it. "
+                                     "Default: setting database_url (KB_DATABASE_URL).")
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP address to listen on.")
 @click.option("--port", type=int, default=8765, show_default=True, help="HTTP port.")
@@ -112,10 +111,11 @@ def db_sql(dim):
 @click.option("--allowed-host", "allowed_hosts", multiple=True,
               help="HTTP: accept only this Host header (and its http/https Origin), e.g. 'kb.example.org' or "
                    "'localhost:*'; repeatable. Default: the loopback names when bound to loopback, else no check.")
-@click.option("--notes", "notes_path", type=_PATH, default=Path(".knowledge-notes.sqlite"), show_default=True,
-              help="SQLite file for saved notes and imported documents (when no database is given).")
+@click.option("--notes", "notes_path", type=_PATH,
+              help="SQLite file for saved notes and imported documents when no database is given (setting notes, "
+                   "KB_NOTES). Default: .knowledge-notes.sqlite.")
 @_fail_on_library_errors
-def serve(index_dir, database_url, transport, host, port, token, allowed_hosts, notes_path):
+def serve(index_dir, site, database_url, transport, host, port, token, allowed_hosts, notes_path):
     """Run the MCP server for AI tutors (stdio, or streamable HTTP at /mcp with GET /health)."""
     from .mcp_server import serve as run
     from .mcp_transport import is_loopback
@@ -124,5 +124,5 @@ def serve(index_dir, database_url, transport, host, port, token, allowed_hosts, 
         raise click.ClickException(
             f"refusing to serve on {host} without a token: anyone who can reach it could read and write the "
             "notes. Set KB_MCP_TOKEN (or pass --token) to a long random secret, or bind to 127.0.0.1.")
-    kb.KnowledgeIndex.open(index_dir)  # fail here, with the loader's message, before the transport starts
-    run(index_dir, database_url, transport, host, port, notes_path, token or None, tuple(allowed_hosts))
+    config = kb.load_config(site=site, index=index_dir, database_url=database_url, notes=notes_path)
+    run(config, transport, host, port, token or None, tuple(allowed_hosts))

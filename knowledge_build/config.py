@@ -1,6 +1,8 @@
-"""One resolved `Config`: knowledge.yml / [tool.knowledge-build] < KB_* env < CLI flags.
+"""One resolved `Config` for every command: knowledge.yml / [tool.knowledge-build] < KB_* env < CLI flags.
 
-Flags the user did not give arrive as None and never override a lower layer.
+Flags the user did not give arrive as None and never override a lower layer. The few settings
+that depend on the site (the artifact set to read, the generated-learns file) are resolved here
+too, so `build`, `search`, `eval`, `serve`, `publish` and the Jekyll plugin agree on them.
 """
 
 from __future__ import annotations
@@ -33,7 +35,13 @@ class Config:
     box_classes: tuple[str, ...] = DEFAULT_BOX_CLASSES
     exclude: tuple[str, ...] = ()  # glob patterns, relative to the site
     glossary: Path | None = None  # extra term -> slug file for suggest-ids
-    generated_learns: Path = Path("data/learns.generated.yml")  # `learns generate` writes, build reads
+    generated_learns: Path | None = None  # `learns generate` writes, build reads; default: see generated_learns_path
+    index: Path | None = None  # the set search/eval/serve/publish/validate read; default: see index_dir
+    database_url: str | None = None  # Postgres/pgvector (Supabase): publish, search and serve
+    database_timeout: float = 2.0  # seconds: connect and statement timeout of a database query at search time
+    notes: Path | None = None  # serve's SQLite file for notes when no database is configured
+    chat_base_url: str | None = None  # an OpenAI-compatible chat server (learns generate); None: OpenAI
+    chat_model: str | None = None  # the chat model; None: gpt-4o-mini (OpenAI) or what the server names
     missing_id: str = "warning"  # severity of a knowledge box without an id: error | warning | off
     prefix_mismatch: str = "warning"  # severity of an id prefix that contradicts its box
     sources: tuple[str, ...] = ()  # where each value came from, for --debug output
@@ -62,14 +70,22 @@ _ENV = {
     "KB_EMBEDDING_DIMENSIONS": "embedding_dimensions",
     "KB_BASE_URL": "base_url",
     "KB_EMBEDDING_TIMEOUT": "embedding_timeout",
+    "KB_INDEX": "index",
+    "KB_DATABASE_URL": "database_url",
+    "KB_DATABASE_TIMEOUT": "database_timeout",
+    "KB_NOTES": "notes",
+    "KB_CHAT_BASE_URL": "chat_base_url",
+    "KB_CHAT_MODEL": "chat_model",
 }
-_PATHS = ("site", "output", "cache_dir", "glossary", "generated_learns")
+_PATHS = ("site", "output", "cache_dir", "glossary", "generated_learns", "index", "notes")
+DEFAULT_NOTES = Path(".knowledge-notes.sqlite")
+GENERATED_LEARNS = Path("_data") / "learns.generated.yml"
 _SEVERITIES = ("error", "warning", "off")
 
 
 def load_config(cwd: Path | None = None, env: dict | None = None, **flags) -> Config:
     """Resolve the configuration once: file < environment < flags."""
-    cwd = Path(cwd or Path.cwd())
+    cwd = Path(cwd) if cwd else _current_directory()
     env = os.environ if env is None else env
     config = Config()
     file_values, file_name = _read_file(cwd)
@@ -88,6 +104,14 @@ def load_config(cwd: Path | None = None, env: dict | None = None, **flags) -> Co
         config = replace(config, site=cwd)  # run inside a Jekyll site: it is the site
         sources.append("current directory")
     return replace(config, sources=tuple(sources))
+
+
+def _current_directory() -> Path:
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        raise ConfigError("the current directory no longer exists (it was removed or renamed). "
+                          "Fix: cd to an existing directory and run the command again.") from None
 
 
 def _read_file(cwd: Path) -> tuple[dict, str]:
@@ -148,8 +172,8 @@ def _coerce_one(key: str, value, origin: str):
         if number < 1:
             raise ConfigError(f"{origin}: batch_size must be a positive integer, got {value!r}.")
         return number
-    if key == "embedding_timeout":
-        return positive_seconds(value, origin)
+    if key in ("embedding_timeout", "database_timeout"):
+        return positive_seconds(value, origin, key)
     if key == "embedder":
         if value not in EMBEDDERS:
             raise ConfigError(
@@ -163,11 +187,46 @@ def _coerce_one(key: str, value, origin: str):
     return value
 
 
-def positive_seconds(value, origin: str) -> float:
+def positive_seconds(value, origin: str, key: str = "embedding_timeout") -> float:
     try:
         seconds = float(value)
     except (TypeError, ValueError):
         seconds = 0.0
     if not seconds > 0 or seconds == float("inf"):
-        raise ConfigError(f"{origin}: embedding_timeout must be a positive number of seconds, got {value!r}.")
+        raise ConfigError(f"{origin}: {key} must be a positive number of seconds, got {value!r}.")
     return seconds
+
+
+def index_dir(config: Config) -> Path:
+    """The artifact set a reading command uses: `index`, else the `output` a build writes, else
+    <site output>/knowledge/v1 of the site (given, or the current directory when it is one)."""
+    if config.index is not None:
+        return config.index
+    if config.output is not None:
+        return config.output
+    if config.site is not None:
+        from .site import open_site
+
+        return open_site(config.site, baseurl=config.baseurl, exclude=config.exclude).default_index_dir
+    raise ConfigError("no artifact set given. Pass --index DIR (a knowledge/v1 directory), set KB_INDEX, or give "
+                      "--site SITE (or run inside the site) to read <site output>/knowledge/v1.")
+
+
+def generated_learns_path(config: Config, site) -> Path:
+    """Where generated learns live: the setting, else _data/learns.generated.yml of the Jekyll source
+    (of the directory given when no source is known), so every caller of one site reads one file,
+    whatever its current directory (Jekyll does not publish _data)."""
+    if config.generated_learns is not None:
+        return config.generated_learns
+    return (site.source_root or site.root) / GENERATED_LEARNS
+
+
+def require_database_url(config: Config, environ=None) -> str:
+    """The database URL, or a ConfigError that says the three ways to give one."""
+    if config.database_url:
+        return config.database_url
+    environ = os.environ if environ is None else environ
+    hint = (" DATABASE_URL is set but not read (one name for every command): export KB_DATABASE_URL=\"$DATABASE_URL\"."
+            if environ.get("DATABASE_URL") else "")
+    raise ConfigError("no database given. Pass --database-url URL, set KB_DATABASE_URL, or put database_url in "
+                      f"knowledge.yml (a local one: export KB_DATABASE_URL=$(knowledge-build db start)).{hint}")

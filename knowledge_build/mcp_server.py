@@ -10,7 +10,6 @@ is the library's, and a call over one gets the library's message as its tool err
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import knowledge_build as kb
 
@@ -156,13 +155,17 @@ def _jsonable(row: dict) -> dict:
             for k, v in row.items() if k != "embedding"}
 
 
-def serve(index_dir: Path, database_url: str | None = None, transport: str = "stdio", host: str = "127.0.0.1",
-          port: int = 8765, notes_path: Path | None = None, token: str | None = None,
+def serve(config, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
           allowed_hosts: tuple[str, ...] = ()) -> None:
+    """Serve the site's index and the notes store resolved from one Config (index, database_url,
+    database_timeout, base_url, embedding_timeout, notes)."""
+    from .config import DEFAULT_NOTES
     from .mcp_transport import run_http, run_stdio
+    from .service import service_for
 
-    service = kb.SearchService.open(index_dir, database_url)
-    notes = kb.NoteStore(service.index.embedder, notes_path, database_url)
+    index = kb.open_search(config, use_database=False)
+    service = service_for(index, config)
+    notes = kb.NoteStore(index.embedder, config.notes or DEFAULT_NOTES, config.database_url)
     server = create_server(service, notes)
     if transport == "http":
         run_http(server, host, port, token, allowed_hosts)

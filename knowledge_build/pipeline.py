@@ -10,7 +10,7 @@ import numpy as np
 
 from .artifacts import ArtifactSet, assemble, check_output_dir, write_artifacts, write_latest
 from .chunks import Chunk, make_chunks
-from .config import Config
+from .config import Config, generated_learns_path
 from .diagnostics import Diagnostic, has_errors
 from .embed import describe, get_embedder
 from .embed.cache import VectorCache
@@ -48,7 +48,7 @@ def extract(config: Config) -> Extraction:
         raise ConfigError("no site given. Provide a --site flag, a KB_SITE environment variable, "
                           "or a 'site' key in knowledge.yml.")
     site = open_site(config.site, baseurl=config.baseurl, exclude=config.exclude)
-    site.generated_learns = load_generated(config.generated_learns)
+    site.generated_learns = load_generated(generated_learns_path(config, site))
     pages = [scan_page(site, path, config.box_classes) for path in find_pages(site)]
     chunk_set = make_chunks(site, pages)
     diagnostics = site.diagnostics + [d for p in pages for d in p.diagnostics] + chunk_set.diagnostics

@@ -50,7 +50,7 @@ def coverage(config: Config, index_dir: Path | None = None) -> dict:
             "errors": result.count("error"), "warnings": result.count("warning"),
         },
         "findings": [{**d.to_dict(), "path": display_path(d.path)} for d in result.diagnostics if d.severity != "info"],
-        "index": _index_info(Path(index_dir or config.output or extraction.site.default_index_dir)),
+        "index": _index_info(Path(index_dir or config.index or config.output or extraction.site.default_index_dir)),
     }
 
 

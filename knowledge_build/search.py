@@ -66,10 +66,11 @@ class KnowledgeIndex:
                 self._concepts.setdefault(key, []).append(row)
 
     @classmethod
-    def open(cls, path, embedder=None, settings: SearchSettings | None = None) -> "KnowledgeIndex":
+    def open(cls, path, embedder=None, settings: SearchSettings | None = None,
+             embedder_options: dict | None = None) -> "KnowledgeIndex":
         """Open a set that `verify_set` accepts (the one check `validate` runs too); refuse one
         built with another embedder than `embedder` (default: the one it was built with)."""
-        verified = verify_set(path, embedder)
+        verified = verify_set(path, embedder, embedder_options=embedder_options)
         chunks = [Chunk.from_dict(c) for c in verified.chunks]
         return cls(verified.path, verified.manifest, chunks, verified.index, verified.lexical, verified.embedder,
                    settings)

@@ -307,3 +307,22 @@ def _configure(conn) -> None:
 def _concept(chunk: Chunk) -> dict:
     return {"id": chunk.id, "title": chunk.title, "type": chunk.type, "url": chunk.url, "learns": list(chunk.learns),
             "material": chunk.material, "category": chunk.category, "source": "artifacts"}
+
+
+def open_search(config, use_database: bool = True) -> "KnowledgeIndex | SearchService":
+    """What a reading command searches, resolved from one Config: the artifact set (`index_dir`), its
+    query embedder with the configured base URL and timeout, and, when a database URL is configured,
+    the database first with the artifacts as fallback (connect and statement timeout: database_timeout)."""
+    from .config import index_dir
+
+    options = {"base_url": config.base_url, "timeout": config.embedding_timeout}
+    index = KnowledgeIndex.open(index_dir(config), embedder_options=options)
+    if not (use_database and config.database_url):
+        return index
+    return service_for(index, config)
+
+
+def service_for(index: KnowledgeIndex, config) -> SearchService:
+    """A SearchService over `index` with the configured database (none: the artifacts answer)."""
+    return SearchService(index, config.database_url, connect_timeout=config.database_timeout,
+                         statement_timeout_ms=int(config.database_timeout * 1000))

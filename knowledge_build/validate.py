@@ -41,7 +41,7 @@ def validate_site(config: Config, index_dir: Path | None = None, database_url: s
         indexed = published_chunks(database_url)
         index_dir = Path("database")
     else:
-        index_dir = Path(index_dir or config.output or extraction.site.default_index_dir)
+        index_dir = Path(index_dir or config.index or config.output or extraction.site.default_index_dir)
         try:
             chunks, machine = verify_index(index_dir, embedder)
         except KnowledgeBuildError as exc:

@@ -44,13 +44,14 @@ class VerifiedSet:
         return self.manifest["build_id"]
 
 
-def verify_set(path, embedder=None, require_embedder: bool = True) -> VerifiedSet:
+def verify_set(path, embedder=None, require_embedder: bool = True, embedder_options: dict | None = None) -> VerifiedSet:
     """The set at `path` (a v1 directory, or a directory or file `latest.json` that names one),
     verified in full. With `embedder=None` the embedder it was built with is created, exactly
     as a search would; a given embedder must match the one recorded.
 
     `require_embedder=False` (validate) records instead of raising when this machine cannot
-    create that embedder (a missing package or API key says nothing about the set itself)."""
+    create that embedder (a missing package or API key says nothing about the set itself).
+    `embedder_options` (base_url, timeout) reach the embedder created for the set."""
     set_dir, latest, named = locate(path)
     artifacts = read_artifacts(set_dir)
     if named is not None and named != artifacts.build_id:
@@ -58,7 +59,7 @@ def verify_set(path, embedder=None, require_embedder: bool = True) -> VerifiedSe
     chunks, index, lexical = decode(artifacts, set_dir)
     _check_analyzer(set_dir, lexical)
     try:
-        embedder = _embedder_for(set_dir, artifacts.manifest["embedder"], embedder)
+        embedder = _embedder_for(set_dir, artifacts.manifest["embedder"], embedder, embedder_options or {})
     except EmbedderUnavailable as exc:
         if require_embedder:
             raise
@@ -363,14 +364,15 @@ def _check_analyzer(path: Path, lexical: dict) -> None:
         raise ArtifactUnreadable(path, LEXICAL, f"field(s) {', '.join(missing)} missing")
 
 
-def _embedder_for(path: Path, built_with: dict, embedder):
+def _embedder_for(path: Path, built_with: dict, embedder, options: dict):
     """The embedder queries will use: the given one, or the one the set was built with."""
     from .embed import PROVIDERS, describe, embedder_key, get_embedder
 
     if embedder is None:
         if built_with["provider"] not in PROVIDERS:
             raise UnknownEmbedder(path, _clip(built_with["provider"]), PROVIDERS)
-        embedder = get_embedder(built_with["provider"], model=built_with["model"], known_dim=built_with["dim"])
+        embedder = get_embedder(built_with["provider"], model=built_with["model"], known_dim=built_with["dim"],
+                                **{k: v for k, v in options.items() if v is not None})
     if describe(embedder) != built_with:
         raise EmbedderMismatch(path, embedder_key(built_with), embedder_key(describe(embedder)))
     return embedder

@@ -23,7 +23,7 @@ class SlowFakeEmbedder(FakeEmbedder):
 
 
 _open = KnowledgeIndex.open.__func__
-KnowledgeIndex.open = classmethod(lambda cls, path, embedder=None, settings=None:
+KnowledgeIndex.open = classmethod(lambda cls, path, embedder=None, settings=None, **options:
                                   _open(cls, path, SlowFakeEmbedder(), settings))
 
 if __name__ == "__main__":

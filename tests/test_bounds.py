@@ -40,7 +40,7 @@ def cli(monkeypatch):
     """The CLI with the fake embedder behind KnowledgeIndex.open."""
     original = KnowledgeIndex.open.__func__
     monkeypatch.setattr(KnowledgeIndex, "open", classmethod(
-        lambda cls, path, embedder=None, settings=None: original(cls, path, FakeEmbedder(), settings)))
+        lambda cls, path, embedder=None, settings=None, **options: original(cls, path, FakeEmbedder(), settings)))
     return CliRunner()
 
 

@@ -72,7 +72,7 @@ def test_boxes_without_learns_get_generated_ones_and_humans_are_never_asked(site
     report = json.loads(result.stdout)
     assert report["generated"] == heuristic and report["failed"] == {} and report["requests"] == len(heuristic)
     assert len(chat_server["prompts"]) == len(heuristic)  # yaml and data-learns boxes were never sent
-    stored = yaml.safe_load((site_dir.parent / "data" / "learns.generated.yml").read_text(encoding="utf-8"))
+    stored = yaml.safe_load((site_dir / "_data" / "learns.generated.yml").read_text(encoding="utf-8"))
     material, anchor = heuristic[0].split("#")
     assert stored[material][anchor]["learns"] == json.loads(GOOD)["learns"]
 
@@ -121,7 +121,7 @@ def test_without_a_model_the_command_says_how_to_get_one(site_dir, monkeypatch):
 def test_a_server_that_dies_mid_run_keeps_the_answers_already_generated(site_dir, chat_server):
     chat_server["answers"] = 2
     result = _generate(site_dir, chat_server, "--retries", "1", "--timeout", "30")
-    target = load_config(site=site_dir).generated_learns
+    target = site_dir / "_data" / "learns.generated.yml"
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert result.output.startswith(f"Error: cannot reach the chat model at {chat_server['url']}/ (")
     assert result.output.rstrip().endswith(f"Fix: start the server or check --base-url, then run again; "
@@ -144,7 +144,7 @@ def test_after_a_dead_server_the_next_run_asks_only_for_the_rest(site_dir, chat_
         healthy["stop"]()
     # The three saved answers are used by the build and not asked for (or paid for) again.
     assert report["requests"] == len(heuristic) - 3 and len(healthy["prompts"]) == len(heuristic) - 3
-    stored = yaml.safe_load((site_dir.parent / "data" / "learns.generated.yml").read_text(encoding="utf-8"))
+    stored = yaml.safe_load((site_dir / "_data" / "learns.generated.yml").read_text(encoding="utf-8"))
     assert sorted(f"{m}#{a}" for m, anchors in stored.items() for a in anchors) == sorted(heuristic)
 
 
@@ -161,7 +161,7 @@ MISSHAPEN = {
 @pytest.mark.parametrize("case", MISSHAPEN)
 def test_a_misshapen_generated_learns_file_is_named_by_line_and_left_alone(site_dir, chat_server, case):
     text, line, message = MISSHAPEN[case]
-    target = load_config(site=site_dir).generated_learns
+    target = site_dir / "_data" / "learns.generated.yml"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
     result = _generate(site_dir, chat_server)
