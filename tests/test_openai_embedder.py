@@ -214,6 +214,20 @@ def test_a_hanging_server_times_out_with_a_message_naming_the_setting(faulty):
         embedder.embed_documents(TEXTS)
 
 
+def test_a_query_waits_for_a_hanging_server_only_the_short_query_timeout(faulty, monkeypatch):
+    monkeypatch.setattr(openai_embed, "DEFAULT_QUERY_TIMEOUT", 1.0)
+    embedder, server = faulty("hang", "hang", "hang")  # no timeout set: documents would wait 600 s, 5 retries
+    with pytest.raises(EmbeddingRequestFailed, match=r"did not answer in 1 s \(after 1 retries\)"):
+        embedder.embed_query("たすきがけ")
+    assert embedder.timeout == 600 and server.requests == 2
+
+
+def test_a_set_embedding_timeout_also_bounds_queries(faulty):
+    embedder, _ = faulty("hang", timeout=1, max_retries=0)
+    with pytest.raises(EmbeddingRequestFailed, match=r"did not answer in 1 s \(after 0 retries\)"):
+        embedder.embed_query("たすきがけ")
+
+
 def test_malformed_json_is_reported(faulty):
     embedder, _ = faulty("malformed", max_retries=0)
     with pytest.raises(EmbeddingRequestFailed, match="unusable answer"):

