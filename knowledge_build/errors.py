@@ -132,3 +132,12 @@ class TooManyChunks(InputTooLarge):
             f"{chunk_overlap}; nothing was imported. Use a larger chunk_size or a smaller chunk_overlap, or "
             "import the document in parts."
         )
+
+
+class OutputNotWritable(KnowledgeBuildError):
+    def __init__(self, path, reason):
+        super().__init__(
+            f"cannot write the artifact set to '{path}' ({reason}); nothing was written and the previous "
+            "set, if any, is untouched. Fix: pass --output a directory you can write (its parent may "
+            "not exist yet), or fix the permissions; the embedded vectors are cached for the next run."
+        )
