@@ -214,3 +214,33 @@ def test_every_readme_link_to_a_file_of_the_repository_resolves():
     for path in set(re.findall(r"`((?:knowledge_build|data|bench|_plugins|site)/[\w./*-]+)`", README)):
         assert path in written_by_the_tool or list(ROOT.glob(path)), path
     assert (ROOT / ".pre-commit-hooks.yaml").is_file() and (ROOT / ".github" / "workflows" / "index.yml").is_file()
+
+
+@pytest.mark.parametrize("option, value, field", [("--type", "method", "type"), ("--category", "geometry", "category"),
+                                                  ("--material", "因数分解", "material"), ("--level", "発展", "level")])
+def test_cli_search_filters_restrict_every_result(fake_index_dir, fake_cli, option, value, field):
+    chunks = {c.id: c for c in KnowledgeIndex.open(fake_index_dir, embedder=FakeEmbedder()).chunks}
+    result = fake_cli.invoke(main, ["search", "方程式を解く", "--index", str(fake_index_dir), "-k", "10",
+                                    option, value, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    ids = [r["id"] for r in json.loads(result.output)["results"]]
+    assert ids and all(getattr(chunks[i], field) == value for i in ids), ids
+    unfiltered = fake_cli.invoke(main, ["search", "方程式を解く", "--index", str(fake_index_dir), "-k", "10",
+                                        "--format", "json"])
+    assert {getattr(chunks[r["id"]], field) for r in json.loads(unfiltered.output)["results"]} != {value}
+
+
+def test_learns_generate_all_asks_again_for_generated_learns_but_never_for_human_ones(site_dir):
+    from .test_learns_generate import _generate, _start_chat_server
+
+    chat_server = _start_chat_server()
+    try:
+        first = json.loads(_generate(site_dir, chat_server).stdout)
+        asked = len(chat_server["prompts"])
+        assert first["generated"] and json.loads(_generate(site_dir, chat_server).stdout)["requests"] == 0
+        again = _generate(site_dir, chat_server, "--all")
+    finally:
+        chat_server["stop"]()
+    assert again.exit_code == 0, again.output
+    assert sorted(json.loads(again.stdout)["generated"]) == sorted(first["generated"])
+    assert len(chat_server["prompts"]) == 2 * asked  # the generated ones once more, nothing human-written
