@@ -158,7 +158,7 @@ class ArtifactWriteFailed(KnowledgeBuildError):
     def __init__(self, path, reason):
         super().__init__(
             f"cannot write the artifact set to '{path}' ({reason}); the previous set, if any, is "
-            "untouched. Choose a writable --output directory with free space, then build again."
+            "untouched. Fix: choose a writable --output directory with free space, then build again."
         )
 
 
@@ -223,4 +223,13 @@ class TooManyChunks(InputTooLarge):
             f"the document would make more than {limit:,} chunks at chunk_size {chunk_size} and chunk_overlap "
             f"{chunk_overlap}; nothing was imported. Use a larger chunk_size or a smaller chunk_overlap, or "
             "import the document in parts."
+        )
+
+
+class OutputNotWritable(KnowledgeBuildError):
+    def __init__(self, path, reason):
+        super().__init__(
+            f"cannot write the artifact set to '{path}' ({reason}); nothing was written and the previous "
+            "set, if any, is untouched. Fix: pass --output a directory you can write (its parent may "
+            "not exist yet), or fix the permissions; the embedded vectors are cached for the next run."
         )

@@ -150,7 +150,8 @@ def _ask_all(client, model: str, chunks, only_missing: bool, stored: dict, repor
             continue
         entry = stored.get(chunk.material, {}).get(chunk.anchor) or {}
         key = source_hash(chunk.title, chunk.content)
-        if entry.get("source_hash") == key and valid_learns(entry):
+        # --all (only_missing=False) exists to replace earlier answers, so it does not reuse them.
+        if only_missing and entry.get("source_hash") == key and valid_learns(entry):
             report.cached += 1
             continue
         learns, problem = _ask(client, model, chunk, report)
