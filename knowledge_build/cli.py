@@ -17,6 +17,7 @@ import knowledge_build as kb
 
 from .cli_common import (_PATH, DATABASE_OPTION, INDEX_OPTION, SITE_OPTION, _fail_on_library_errors,
                          _print_diagnostics)
+from .diagnostics import printable
 from .kinds import LEVELS, TYPES
 
 
@@ -107,7 +108,8 @@ def _build_summary(result) -> dict:
 @click.option("--material", help="Only chunks of this material (page file name without .html).")
 @click.option("--level", type=click.Choice(LEVELS))
 @click.option("--mode", type=click.Choice(["hybrid", "dense", "lexical"]), default="hybrid", show_default=True)
-@click.option("--min-similarity", type=click.FloatRange(0, 1), help="Drop results whose dense cosine is lower.")
+@click.option("--min-similarity", type=click.FloatRange(0, 1), callback=lambda ctx, param, value: _not_nan(value),
+              help="Drop results whose dense cosine is lower.")
 @click.option("--queries", type=click.File("r", encoding="utf-8"),
               help='JSON Lines file of {"qid", "query"}: prints one JSON result line per query.')
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
@@ -147,18 +149,25 @@ def _query_line(line: str, number: int) -> dict:
     return item
 
 
+def _not_nan(value):
+    if value is not None and value != value:  # NaN passes FloatRange: every comparison with it is False
+        raise click.BadParameter("must be a number between 0 and 1, not nan")
+    return value
+
+
 def _print_table(results) -> None:
     if not results:
         click.echo("No results.")
         return
     for rank, r in enumerate(results, start=1):
-        click.echo(f"{rank:>2}. {r.title}  [{r.type}]  similarity {r.similarity:.3f}  score {r.score:.4f}"
-                   f"  ({r.source})")
-        click.echo(f"    {r.url}")
+        # Titles, urls and learns come from the site's HTML: shown inert (no terminal control characters).
+        click.echo(f"{rank:>2}. {printable(r.title)}  [{r.type}]  similarity {r.similarity:.3f}  "
+                   f"score {r.score:.4f}  ({r.source})")
+        click.echo(f"    {printable(r.url)}")
         if r.locations:
-            click.echo(f"    also at: {', '.join(loc['url'] for loc in r.locations)}")
+            click.echo(f"    also at: {printable(', '.join(loc['url'] for loc in r.locations))}")
         if r.learns:
-            click.echo(f"    学べること: {' / '.join(r.learns)}")
+            click.echo(f"    学べること: {printable(' / '.join(r.learns))}")
 
 
 def _report_diagnostics(diagnostics, fmt: str, strict: bool, summary: dict) -> None:
@@ -352,11 +361,10 @@ def convert_squad_command(source, output, limit):
 def report(site, index_dir, out, fmt):
     """Write the content coverage report: per page, anchored boxes by type, boxes without ids,
     heuristic learns and findings, with the index's version and embedder."""
-    from .report import coverage, render_html
+    from .report import coverage, write_report
 
     data = coverage(kb.load_config(site=site, index=index_dir))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_html(data), encoding="utf-8")
+    write_report(data, out)
     if fmt == "json":
         click.echo(json.dumps({**data["totals"], "out": str(out)}, ensure_ascii=False, indent=2))
         return

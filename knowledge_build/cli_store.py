@@ -104,7 +104,7 @@ def db_sql(dim):
                                      "Default: setting database_url (KB_DATABASE_URL).")
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP address to listen on.")
-@click.option("--port", type=int, default=8765, show_default=True, help="HTTP port.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="HTTP port.")
 @click.option("--token", envvar="KB_MCP_TOKEN", show_envvar=True,
               help="HTTP: require 'Authorization: Bearer TOKEN' on every request but GET /health. "
                    "Required when --host is not a loopback address.")

@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from .config import Config
-from .errors import ArtifactError
+from .errors import ArtifactError, KnowledgeBuildError
 from .kinds import TYPES
 from .lint import check_site, display_path
 
@@ -72,3 +72,20 @@ def render_html(data: dict) -> str:
     environment = jinja2.Environment(loader=jinja2.PackageLoader("knowledge_build", "templates"),
                                      autoescape=jinja2.select_autoescape(["html", "j2"]))
     return environment.get_template("report.html.j2").render(**data, types=TYPES)
+
+
+class ReportNotWritable(KnowledgeBuildError):
+    """The HTML report cannot be written where asked."""
+
+
+def write_report(data: dict, out: Path) -> Path:
+    """Render and write the report atomically: a reader sees the old file or the new one."""
+    from .fsutil import atomic_write
+
+    try:
+        atomic_write(Path(out), render_html(data).encode("utf-8"))
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ReportNotWritable(f"cannot write the report to '{out}' ({reason}). Fix: pass --out a file in a "
+                                "directory you can write.") from exc
+    return Path(out)

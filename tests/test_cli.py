@@ -80,3 +80,36 @@ def test_search_on_a_missing_index_says_how_to_build_one(tmp_path):
     result = CliRunner().invoke(main, ["search", "x", "--index", str(tmp_path)])
     assert result.exit_code == 1
     assert "no artifact set at" in result.output and "knowledge-build build --site SITE" in result.output
+
+
+def test_report_to_a_place_that_cannot_be_written_is_one_error_line(site_dir, tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("x", encoding="utf-8")
+    result = CliRunner().invoke(main, ["report", "--site", str(site_dir), "--out", str(blocked / "c.html")])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert result.output.startswith(f"Error: cannot write the report to '{blocked / 'c.html'}' (")
+    assert "Fix: pass --out a file in a directory you can write." in result.output
+
+
+def test_serve_port_and_min_similarity_out_of_range_are_usage_errors(tmp_path):
+    port = CliRunner().invoke(main, ["serve", "--index", str(tmp_path), "--port", "99999"])
+    assert port.exit_code == 2 and "'--port': 99999 is not in the range 0<=x<=65535" in port.output
+    nan = CliRunner().invoke(main, ["search", "x", "--index", str(tmp_path), "--min-similarity", "nan"])
+    assert nan.exit_code == 2 and "must be a number between 0 and 1, not nan" in nan.output
+
+
+def test_search_table_prints_titles_from_the_site_without_terminal_control_characters(site_dir, monkeypatch):
+    from knowledge_build import KnowledgeIndex, build, load_config
+    from .conftest import FakeEmbedder
+
+    page = site_dir / "junior" / "因数分解.html"
+    hostile = "<strong>📌 たすき掛け\x1b[2J\x1b]0;x\x07による"
+    page.write_text(page.read_text(encoding="utf-8").replace("<strong>📌 たすき掛けによる", hostile, 1), encoding="utf-8")
+    output = build(load_config(site=site_dir), embedder=FakeEmbedder()).output
+    original = KnowledgeIndex.open.__func__
+    monkeypatch.setattr(KnowledgeIndex, "open", classmethod(
+        lambda cls, path, embedder=None, settings=None, **options: original(cls, path, FakeEmbedder(), settings)))
+    result = CliRunner().invoke(main, ["search", "たすき掛け", "--index", str(output), "-k", "10"])
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    assert "\\x1b[2J" in result.output
