@@ -42,25 +42,52 @@ def _pip_settings() -> dict:
     return settings
 
 
-def _try_repo(repo: Path, hook: str) -> subprocess.CompletedProcess:
+@pytest.fixture(scope="module")
+def hooks_repo(tmp_path_factory) -> Path:
+    """This checkout's files (tracked and untracked, not ignored) committed in a clean repository:
+    `try-repo` then installs each hook's environment once for every run, instead of once per run
+    from a new shadow commit of the working tree."""
+    copy = tmp_path_factory.mktemp("hooks") / "knowledge-build"
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                            capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy / name)
+    _git(copy, "init", "-q")
+    _git(copy, "add", "-A")
+    _git(copy, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "hooks under test")
+    return copy
+
+
+def _run_hook(hooks: Path, repo: Path, hook: str) -> subprocess.CompletedProcess:
+    """`pre-commit run HOOK --all-files` in the site repository, whose .pre-commit-config.yaml names this
+    checkout's hooks at a commit, as a site's repository does. Each hook's environment is installed once
+    (PRE_COMMIT_HOME is shared by the module's runs)."""
+    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=hooks, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    (repo / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {hooks}\n    rev: {rev}\n    hooks:\n      - id: knowledge-build-check\n"
+        "      - id: knowledge-build-validate\n", encoding="utf-8")
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(repo.parent),
            "PRE_COMMIT_HOME": str(repo.parent / "pre-commit-home"), "KB_CACHE_DIR": str(repo.parent / "cache"),
            **_pip_settings()}
-    return subprocess.run([str(PRE_COMMIT), "try-repo", str(ROOT), hook, "--all-files"], cwd=repo, env=env,
+    return subprocess.run([str(PRE_COMMIT), "run", hook, "--all-files"], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=900)
 
 
-def test_check_hook_passes_a_site_whose_only_findings_are_warnings(site_repo):
-    result = _try_repo(site_repo, "knowledge-build-check")
+def test_check_hook_passes_a_site_whose_only_findings_are_warnings(hooks_repo, site_repo):
+    result = _run_hook(hooks_repo, site_repo, "knowledge-build-check")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "knowledge-build check" in result.stdout and "Passed" in result.stdout
 
 
-def test_validate_hook_fails_when_an_indexed_anchor_disappears(site_repo):
-    assert _try_repo(site_repo, "knowledge-build-validate").returncode == 0
+def test_validate_hook_fails_when_an_indexed_anchor_disappears(hooks_repo, site_repo):
+    assert _run_hook(hooks_repo, site_repo, "knowledge-build-validate").returncode == 0
     page = site_repo / "junior" / "一次方程式.html"
     page.write_text(page.read_text(encoding="utf-8").replace('id="rule-transposition"', 'id="rule-iko"'),
                     encoding="utf-8")
-    result = _try_repo(site_repo, "knowledge-build-validate")
+    result = _run_hook(hooks_repo, site_repo, "knowledge-build-validate")
     assert result.returncode == 1
     assert "Failed" in result.stdout and "[stale-anchor]" in result.stdout

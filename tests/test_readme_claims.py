@@ -184,7 +184,7 @@ class _EmbeddingsServer(ThreadingHTTPServer):
                 handler.wfile.write(payload)
 
         super().__init__(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+        threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
 
 def test_build_truncates_a_text_over_8191_tokens_with_a_warning(tmp_path):
