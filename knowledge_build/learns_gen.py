@@ -208,3 +208,17 @@ def _write(path: Path, stored: dict) -> None:
     except OSError as exc:
         raise KnowledgeBuildError(f"cannot write {path} ({exc.strerror or exc}). Fix: make its directory writable, "
                                   "or set generated_learns to a writable path") from exc
+
+
+OLD_DEFAULT = Path("data") / "learns.generated.yml"  # before generated learns lived in the site's _data
+
+
+def old_generated_learns(target: Path) -> list[Diagnostic]:
+    """A warning when generated learns sit at the old default (data/ of the current directory), which
+    is no longer read: without it they would silently fall back to heuristic learns."""
+    old = Path.cwd() / OLD_DEFAULT
+    if not old.is_file():
+        return []
+    return [Diagnostic(str(old), 1, 1, "warning", "generated-learns-moved",
+                       f"generated learns are read from {target} now; this file is not read",
+                       f"move it there (mv {OLD_DEFAULT} {target}), or set generated_learns: {OLD_DEFAULT}")]

@@ -16,7 +16,7 @@ from .embed import describe, get_embedder
 from .embed.cache import VectorCache
 from .embed.runner import EmbedStats, embed_with_cache
 from .errors import BuildFailed, ConfigError, OutputNotWritable
-from .learns_gen import load_generated
+from .learns_gen import load_generated, old_generated_learns
 from .lexical_cache import FILE_NAME as TOKENS_FILE
 from .lexical_cache import TokenCache, analyze_cached
 from .scan import Page, scan_page
@@ -48,7 +48,10 @@ def extract(config: Config) -> Extraction:
         raise ConfigError("no site given. Provide a --site flag, a KB_SITE environment variable, "
                           "or a 'site' key in knowledge.yml.")
     site = open_site(config.site, baseurl=config.baseurl, exclude=config.exclude)
-    site.generated_learns = load_generated(generated_learns_path(config, site))
+    learns_file = generated_learns_path(config, site)
+    site.generated_learns = load_generated(learns_file)
+    if config.generated_learns is None and not learns_file.exists():
+        site.diagnostics += old_generated_learns(learns_file)
     pages = [scan_page(site, path, config.box_classes) for path in find_pages(site)]
     chunk_set = make_chunks(site, pages)
     diagnostics = site.diagnostics + [d for p in pages for d in p.diagnostics] + chunk_set.diagnostics

@@ -155,3 +155,15 @@ def test_index_dir_prefers_index_then_output_then_the_site(site_dir, tmp_path):
     assert index_dir(load_config(site=site_dir, env={})) == site_dir / "_site" / "knowledge" / "v1"
     assert index_dir(load_config(site=site_dir, output=tmp_path / "o", env={})) == tmp_path / "o"
     assert index_dir(load_config(site=site_dir, output=tmp_path / "o", index=tmp_path / "i", env={})) == tmp_path / "i"
+
+
+def test_generated_learns_left_at_the_old_default_are_named_not_silently_dropped(site_dir, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "learns.generated.yml").write_text("{}\n", encoding="utf-8")
+    extraction = kb.extract(load_config(site=site_dir))
+    (moved,) = [d for d in extraction.diagnostics if d.rule == "generated-learns-moved"]
+    assert moved.severity == "warning" and moved.path == str(tmp_path / "data" / "learns.generated.yml")
+    assert str(site_dir / "_data" / "learns.generated.yml") in moved.message
+    assert not [d for d in kb.extract(load_config(site=site_dir, generated_learns="data/learns.generated.yml")
+                                      ).diagnostics if d.rule == "generated-learns-moved"]
