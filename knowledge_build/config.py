@@ -35,6 +35,7 @@ class Config:
     box_classes: tuple[str, ...] = DEFAULT_BOX_CLASSES
     exclude: tuple[str, ...] = ()  # glob patterns, relative to the site
     glossary: Path | None = None  # extra term -> slug file for suggest-ids
+    thesaurus: Path | None = None  # extra student wording -> textbook terms file, added at query time
     generated_learns: Path | None = None  # `learns generate` writes, build reads; default: see generated_learns_path
     index: Path | None = None  # the set search/eval/serve/publish/validate read; default: see index_dir
     database_url: str | None = None  # Postgres/pgvector (Supabase): publish, search and serve
@@ -65,6 +66,7 @@ _ENV = {
     "KB_BATCH_SIZE": "batch_size",
     "KB_CACHE_DIR": "cache_dir",
     "KB_GLOSSARY": "glossary",
+    "KB_THESAURUS": "thesaurus",
     "KB_GENERATED_LEARNS": "generated_learns",
     "KB_EMBEDDING_MODEL": "embedding_model",
     "KB_EMBEDDING_DIMENSIONS": "embedding_dimensions",
@@ -77,7 +79,7 @@ _ENV = {
     "KB_CHAT_BASE_URL": "chat_base_url",
     "KB_CHAT_MODEL": "chat_model",
 }
-_PATHS = ("site", "output", "cache_dir", "glossary", "generated_learns", "index", "notes")
+_PATHS = ("site", "output", "cache_dir", "glossary", "thesaurus", "generated_learns", "index", "notes")
 DEFAULT_NOTES = Path(".knowledge-notes.sqlite")
 GENERATED_LEARNS = Path("_data") / "learns.generated.yml"
 _SEVERITIES = ("error", "warning", "off")

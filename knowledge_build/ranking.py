@@ -36,6 +36,9 @@ class SearchSettings:
     intent_boost: float = 1.2
     expand_romaji: bool = True
     expand_english: bool = True
+    # Student wording -> textbook terms (data/thesaurus.yml, plus a site's own file) at query time.
+    expand_thesaurus: bool = True
+    thesaurus_file: object = None  # a Path of the site's extra thesaurus, or None
     min_similarity: float | None = None  # drop results whose dense cosine is lower (off by default)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from .chunks import Chunk
 from .errors import ChunkNotFound, KnowledgeBuildError, QueryEmbeddingFailed, QueryTooLong
 from .ranking import SearchSettings, fuse, type_weights
+from .thesaurus import thesaurus_terms
 from .text_ja import analyze_query, concept_key, nfkc
 from .verify import verify_set
 
@@ -178,7 +179,8 @@ class KnowledgeIndex:
         """Weighted BM25 of the top candidates (score > 0), by row."""
         settings = self.settings
         english = _english_terms() if settings.expand_english else {}
-        fields = analyze_query(query, english, romaji=settings.expand_romaji)
+        synonyms = thesaurus_terms(query, settings.thesaurus_file) if settings.expand_thesaurus else []
+        fields = analyze_query(query, english, romaji=settings.expand_romaji, synonyms=synonyms)
         scores = field_scores(self._bm25, fields, settings.field_weights, len(self.chunks))
         if allowed is not None:
             scores = np.where(allowed, scores, 0.0)

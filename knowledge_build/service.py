@@ -315,8 +315,11 @@ def open_search(config, use_database: bool = True) -> "KnowledgeIndex | SearchSe
     the database first with the artifacts as fallback (connect and statement timeout: database_timeout)."""
     from .config import index_dir
 
+    from .ranking import SearchSettings
+
     options = {"base_url": config.base_url, "timeout": config.embedding_timeout}
-    index = KnowledgeIndex.open(index_dir(config), embedder_options=options)
+    settings = SearchSettings(thesaurus_file=config.thesaurus) if config.thesaurus else None
+    index = KnowledgeIndex.open(index_dir(config), settings=settings, embedder_options=options)
     if not (use_database and config.database_url):
         return index
     return service_for(index, config)

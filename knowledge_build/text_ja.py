@@ -141,10 +141,12 @@ def _katakana(text: str) -> str:
     return converted if converted and all("ァ" <= c <= "ヺ" or c == "ー" for c in converted) else ""
 
 
-def analyze_query(query: str, english: dict[str, str] | None = None, romaji: bool = True) -> dict[str, list[str]]:
-    """A query's tokens, with its romaji words in kana and known English terms in Japanese."""
+def analyze_query(query: str, english: dict[str, str] | None = None, romaji: bool = True,
+                  synonyms: list[str] = ()) -> dict[str, list[str]]:
+    """A query's tokens, with its romaji words in kana, known English terms in Japanese and the
+    textbook terms of its student wording (`synonyms`, from the thesaurus)."""
     fields = analyze(query)
-    for extra in expansions(query, english or {}, romaji):
+    for extra in [*expansions(query, english or {}, romaji), *synonyms]:
         for name, tokens in analyze(extra).items():
             fields[name] += tokens
     return fields

@@ -1,0 +1,50 @@
+"""School-math synonyms at query time: student wording (ピタゴラスの定理, ルート, みはじ) -> textbook
+terms (三平方の定理, 平方根, 速さ・時間・道のり), added to a query's lexical tokens.
+
+The shipped list is `data/thesaurus.yml` (package `knowledge_build.data`); a site extends it with the
+`thesaurus` setting (a YAML file of the same shape: `wording: [term, …]`).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from .errors import ConfigError
+from .text_ja import normalize
+
+
+def load_thesaurus(extra: Path | None = None) -> dict[str, tuple[str, ...]]:
+    """wording (normalised) -> textbook terms, the shipped list first, then the site's."""
+    from .yamlfile import load as load_yaml, load_file
+
+    text = resources.files("knowledge_build.data").joinpath("thesaurus.yml").read_text(encoding="utf-8")
+    entries = dict(_entries(load_yaml(text, "thesaurus.yml").data, "thesaurus.yml"))
+    if extra is not None:
+        entries.update(_entries(load_file(Path(extra)).data, str(extra)))
+    return entries
+
+
+def _entries(data, origin: str):
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        raise ConfigError(f"{origin}: a thesaurus maps a wording to a list of terms (wording: [term, …]).")
+    for wording, terms in data.items():
+        terms = [terms] if isinstance(terms, str) else terms
+        if not isinstance(terms, list) or not all(isinstance(t, str) and t.strip() for t in terms) or not terms:
+            raise ConfigError(f"{origin}: '{wording}' must map to a list of terms, e.g. {wording}: [term].")
+        yield normalize(str(wording)), tuple(t.strip() for t in terms)
+
+
+@lru_cache(maxsize=8)
+def _cached(extra: str | None) -> dict[str, tuple[str, ...]]:
+    return load_thesaurus(Path(extra) if extra else None)
+
+
+def thesaurus_terms(query: str, extra: Path | None = None) -> list[str]:
+    """The textbook terms for every wording the query contains."""
+    text = normalize(query)
+    return [term for wording, terms in _cached(str(extra) if extra else None).items() if wording in text
+            for term in terms]
