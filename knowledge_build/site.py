@@ -160,14 +160,18 @@ def _read_categories(site: Site, path: Path) -> dict[str, str]:
         return {}
     categories: dict[str, str] = {}
     for number, entry in enumerate(doc.data):
-        valid = isinstance(entry, dict) and all(isinstance(entry.get(k), (str, int)) and str(entry.get(k)).strip()
-                                                for k in ("id", "name"))
-        if not valid:
-            _shape_error(site, doc, (number,), "categories-yaml",
+        bad = [k for k in ("id", "name") if not isinstance(entry, dict) or not _single_text(entry.get(k))]
+        if bad:
+            where = (number, bad[0]) if isinstance(entry, dict) else (number,)
+            _shape_error(site, doc, where, "categories-yaml",
                          f"category {number + 1} needs an 'id' and a 'name', each a single text", _CATEGORIES_FIX)
             continue
         categories[str(entry["id"]).strip()] = str(entry["name"]).strip()
     return categories
+
+
+def _single_text(value) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool) and bool(str(value).strip())
 
 
 def find_pages(site: Site) -> list[Path]:
