@@ -183,3 +183,27 @@ def test_mcp_list_concepts_pages_through_every_concept_once(index, tmp_path):
             assert geometry["concepts"][0]["absolute_url"].startswith("https://example.github.io/math-note/")
 
     asyncio.run(session())
+
+
+@pytest.mark.db
+def test_the_database_path_resolves_display_names_and_pages_like_the_artifacts(fake_index_dir, fresh_db):
+    from knowledge_build.store.postgres import connect, publish
+
+    index = KnowledgeIndex.open(fake_index_dir, embedder=FakeEmbedder())
+    with connect(fresh_db) as conn:
+        publish(conn, fake_index_dir)
+    service = SearchService(index, fresh_db)
+    try:
+        results = service.search("面積", k=5, category="図形と計量")
+        assert results and {r.source for r in results} == {"database"}
+        assert _categories(index, results) == {"geometry"}
+        page = service.concept_page(category="図形と計量", limit=3, offset=2)
+        artifacts = SearchService(index).concept_page(category="図形と計量", limit=3, offset=2)
+        assert {c["source"] for c in page["concepts"]} == {"database"}
+        strip = [{k: v for k, v in c.items() if k != "source"} for c in page["concepts"]]
+        assert strip == [{k: v for k, v in c.items() if k != "source"} for c in artifacts["concepts"]]
+        assert page["total"] == artifacts["total"] and page["next_offset"] == 5
+        with pytest.raises(UnknownFilterValue, match="^no category '図形x'"):
+            service.concepts(category="図形x")
+    finally:
+        service.close()
