@@ -74,5 +74,4 @@ class FilterVocabulary:
         if len(labels) <= _SHOWN:
             return sorted(labels.values()), ""
         closest = difflib.get_close_matches(value, list(labels), n=_SHOWN, cutoff=0.3) or sorted(labels)[:_SHOWN]
-        return [labels[v] for v in closest], (f" ({len(labels)} {name}s in all; these are the closest, "
-                                              "list_concepts lists them all.)")
+        return [labels[v] for v in closest], f" ({len(labels)} {name}s in all; these are the closest.)"
