@@ -9,7 +9,14 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-from knowledge_build import KnowledgeIndex, NoteStore, SearchService, UnknownFilterValue, build, load_config
+from knowledge_build import (
+    KnowledgeIndex,
+    NoteStore,
+    SearchService,
+    UnknownFilterValue,
+    build,
+    load_config,
+)
 from knowledge_build.cli import main
 from knowledge_build.filters import FilterVocabulary
 from knowledge_build.mcp_server import create_server
@@ -115,9 +122,9 @@ def test_categories_yml_of_the_wrong_shape_is_a_diagnostic_on_its_line(site_dir)
     site = open_site(site_dir)
     assert site.categories == {"numbers": "数と式"}
     assert [d.format() for d in site.diagnostics] == [
-        f"{site_dir / '_data' / 'categories.yml'}:4:1: error: [categories-yaml] category 2 needs an 'id' and a "
+        (f"{site_dir / '_data' / 'categories.yml'}:4:1: error: [categories-yaml] category 2 needs an 'id' and a "
         "'name', each a single text. Fix: write each category as `- id: geometry` with a `name:` line "
-        "holding the name the site shows"]
+        "holding the name the site shows")]
 
 
 def test_cli_search_by_display_names_answers_and_an_unknown_category_exits_1_with_one_line(fake_index_dir,
@@ -146,8 +153,8 @@ def test_mcp_refuses_unknown_arguments_and_filter_values_and_filters_by_level(in
             assert tools["search_knowledge"].input_schema["additionalProperties"] is False
             assert "level" in tools["search_knowledge"].input_schema["properties"]
             assert await _call(client, "search_knowledge", query="公式", categroy="geometry") == (
-                True, "search_knowledge does not take 'categroy'; its arguments are: query, top_k, type, category, "
-                      "material, level")
+                True, ("search_knowledge does not take 'categroy'; its arguments are: query, top_k, type, category, "
+                      "material, level"))
             assert await _call(client, "search_knowledge", query="公式", type="rulez") == (
                 True, "no type 'rulez'; known: definition, example, method, rule, tip.")
             assert await _call(client, "list_concepts", category="図形x") == (
