@@ -149,13 +149,12 @@ class SearchService:
         return self.index.search(query, k, type, category, material, level, mode, min_similarity, from_database)
 
     def get(self, chunk_id: str) -> dict:
-        """The full chunk as a dict, with `source`."""
+        """The full chunk as a dict, with `absolute_url` and `source`."""
         from .store.postgres import get_chunk
 
         row = self._with_database("get_chunk_by_id", lambda conn: get_chunk(conn, chunk_id) or False)
-        if row:
-            return {**row, "source": "database"}
-        return {**self.index.get(chunk_id).to_dict(), "source": "artifacts"}
+        row, source = (row, "database") if row else (self.index.get(chunk_id).to_dict(), "artifacts")
+        return {**row, "absolute_url": self.index.absolute_url(row["url"]), "source": source}
 
     def concepts(self, type: str | None = None, category: str | None = None) -> list[dict]:
         """Every concept (id, title, type, url, absolute_url, learns, material, category, source) of

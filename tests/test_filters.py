@@ -162,6 +162,8 @@ def test_mcp_refuses_unknown_arguments_and_filter_values_and_filters_by_level(in
             error, data = await _call(client, "search_knowledge", query="公式", top_k=20, level="発展")
             assert not error and data["total"] > 0
             assert {index.get(r["id"]).level for r in data["results"]} == {"発展"}
+            error, chunk = await _call(client, "get_chunk_by_id", id="二次方程式#rule-quadratic-formula")
+            assert not error and chunk["absolute_url"] == index.absolute_url(chunk["url"]) is not None
             error, data = await _call(client, "search_knowledge", query="公式", type="rules", category="方程式")
             assert not error and data["total"] > 0 and {r["type"] for r in data["results"]} == {"rule"}
 
