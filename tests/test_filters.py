@@ -214,5 +214,7 @@ def test_the_database_path_resolves_display_names_and_pages_like_the_artifacts(f
         assert page["total"] == artifacts["total"] and page["next_offset"] == 5
         with pytest.raises(UnknownFilterValue, match="^no category '図形x'"):
             service.concepts(category="図形x")
+        chunk = service.get("二次方程式#rule-quadratic-formula")
+        assert chunk["source"] == "database" and chunk["absolute_url"].startswith("https://example.github.io/")
     finally:
         service.close()
