@@ -22,7 +22,7 @@ _EXPORTS = {
     "ArtifactError": "errors", "BuildFailed": "errors", "ChecksumMismatch": "errors", "ChunkNotFound": "errors",
     "ConfigError": "errors", "CountMismatch": "errors", "DimensionMismatch": "errors",
     "EmbedderMismatch": "errors", "InputTooLarge": "errors", "KnowledgeBuildError": "errors",
-    "QueryTooLong": "errors", "SiteNotFound": "errors",
+    "QueryTooLong": "errors", "SiteNotFound": "errors", "UnknownFilterValue": "errors",
     "BuildResult": "pipeline", "Extraction": "pipeline", "build": "pipeline", "extract": "pipeline",
     "SearchSettings": "ranking",
     "KnowledgeIndex": "search", "SearchResult": "search",

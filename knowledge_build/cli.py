@@ -104,8 +104,9 @@ def _build_summary(result) -> dict:
 @SITE_OPTION
 @click.option("-k", "--k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="Number of results.")
 @click.option("--type", "type_", type=click.Choice(TYPES))
-@click.option("--category", help="Only chunks of this category (front matter 'category').")
-@click.option("--material", help="Only chunks of this material (page file name without .html).")
+@click.option("--category", help="Only chunks of this category: its id (front matter 'category') or the "
+              "name _data/categories.yml gives it.")
+@click.option("--material", help="Only chunks of this material: page file name without .html, or its title.")
 @click.option("--level", type=click.Choice(LEVELS))
 @click.option("--mode", type=click.Choice(["hybrid", "dense", "lexical"]), default="hybrid", show_default=True)
 @click.option("--min-similarity", type=click.FloatRange(0, 1), callback=lambda ctx, param, value: _not_nan(value),

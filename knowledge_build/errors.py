@@ -233,3 +233,13 @@ class OutputNotWritable(KnowledgeBuildError):
             "set, if any, is untouched. Fix: pass --output a directory you can write (its parent may "
             "not exist yet), or fix the permissions; the embedded vectors are cached for the next run."
         )
+
+
+class UnknownFilterValue(KnowledgeBuildError):
+    """A search or listing filter names a value no chunk has: searching would answer nothing
+    and look like a real "no results"."""
+
+    def __init__(self, name, value, known, hint=""):
+        self.name, self.value, self.known = name, value, tuple(known)
+        listed = ", ".join(self.known) if self.known else "none (the index is empty)"
+        super().__init__(f"no {name} {value!r}; known: {listed}.{hint}")

@@ -9,11 +9,14 @@ is the library's, and a call over one gets the library's message as its tool err
 
 from __future__ import annotations
 
+import inspect
 import json
+from functools import lru_cache
 
 import knowledge_build as kb
 
 MAX_TOP_K = 50  # results per search call; larger top_k values are clamped to it
+DEFAULT_CONCEPTS, MAX_CONCEPTS = 100, 500  # list_concepts page size; larger limits are clamped
 
 INSTRUCTIONS = (
     "Search a Japanese mathematics teaching site. search_knowledge finds the boxes (rules, methods, "
@@ -25,27 +28,30 @@ INSTRUCTIONS = (
 
 def create_server(service, notes):
     """An MCPServer over a SearchService (site chunks) and a NoteStore (writable knowledge)."""
-    from mcp.server.mcpserver import MCPServer
     from starlette.requests import Request
     from starlette.responses import JSONResponse
 
-    server = MCPServer("knowledge-build", instructions=INSTRUCTIONS, version=kb.__version__)
+    server = _strict_server_class()("knowledge-build", instructions=INSTRUCTIONS, version=kb.__version__)
 
     @server.tool()
     def search_knowledge(query: str, top_k: int = 5, type: str | None = None, category: str | None = None,
-                         material: str | None = None):
+                         material: str | None = None, level: str | None = None):
         """Find the knowledge boxes that answer a question (Japanese, kana, romaji or English).
 
-        Returns results best first with url (a link to the exact box), title, learns (what the
-        student learns there), excerpt, similarity (0-1), type (rule, method, definition, example,
-        tip), source (database or artifacts) and locations (other pages teaching the same concept).
-        Filters: type, category (e.g. equations), material (page name).
+        Returns results best first with url (a link to the exact box, from the site root),
+        absolute_url (the same on the site's host, when known), title, learns (what the student
+        learns there), excerpt, similarity (0-1), type (rule, method, definition, example, tip),
+        source (database or artifacts) and locations (other pages teaching the same concept).
+        Filters: type, category (id or the site's name, e.g. equations), material (page name or
+        title), level (基礎, 標準, 発展). A filter value the site does not have is an error naming
+        the values it has.
         """
         if not query or not query.strip():
             return _error("query is required")
         try:
-            results = service.search(query, k=_top_k(top_k), type=type, category=category, material=material)
-        except kb.InputTooLarge as exc:
+            results = service.search(query, k=_top_k(top_k), type=type, category=category, material=material,
+                                     level=level)
+        except (kb.InputTooLarge, kb.UnknownFilterValue) as exc:
             return _error(str(exc))
         return _ok({"results": [r.to_dict() for r in results], "total": len(results)})
 
@@ -60,10 +66,18 @@ def create_server(service, notes):
             return _error("knowledge not found")
 
     @server.tool()
-    def list_concepts(category: str | None = None, type: str | None = None):
-        """Every knowledge box (id, title, type, url, learns), optionally of one category or type."""
-        concepts = service.concepts(type=type, category=category)
-        return _ok({"concepts": concepts, "total": len(concepts)})
+    def list_concepts(category: str | None = None, type: str | None = None, limit: int = DEFAULT_CONCEPTS,
+                      offset: int = 0):
+        """The knowledge boxes (id, title, type, url, absolute_url, learns, material, category) in id
+        order, optionally of one category or type, one page at a time: `limit` (default 100, at most
+        500) from `offset`. Returns `total` (all that match) and `next_offset` (null on the last page)."""
+        if offset < 0:
+            return _error("offset must be 0 or more")
+        try:
+            return _ok(service.concept_page(type=type, category=category, offset=offset,
+                                            limit=max(1, min(limit, MAX_CONCEPTS))))
+        except kb.UnknownFilterValue as exc:
+            return _error(str(exc))
 
     @server.tool()
     def save_knowledge(content: str, title: str | None = None, tags: list[str] | None = None):
@@ -129,6 +143,43 @@ def create_server(service, notes):
                              "notes": notes.backend})
 
     return server
+
+
+@lru_cache(maxsize=1)
+def _strict_server_class():
+    """MCPServer that refuses arguments a tool does not take. The SDK drops them silently, so a
+    misspelt filter (`categroy`) would widen the search without a word."""
+    from mcp.server.mcpserver import MCPServer
+
+    class StrictServer(MCPServer):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.tool_arguments: dict[str, tuple[str, ...]] = {}
+
+        def tool(self, *args, **kwargs):
+            register = super().tool(*args, **kwargs)
+
+            def decorator(fn):
+                self.tool_arguments[kwargs.get("name") or fn.__name__] = tuple(inspect.signature(fn).parameters)
+                return register(fn)
+
+            return decorator
+
+        async def call_tool(self, name, arguments, context=None):
+            allowed = self.tool_arguments.get(name)
+            unknown = sorted(set(arguments) - set(allowed)) if allowed is not None else []
+            if unknown:
+                return _error(f"{name} does not take {', '.join(map(repr, unknown))}; "
+                              f"its arguments are: {', '.join(allowed)}")
+            return await super().call_tool(name, arguments, context)
+
+        async def list_tools(self):
+            tools = await super().list_tools()
+            for tool in tools:  # say so in the published schema too
+                tool.input_schema["additionalProperties"] = False
+            return tools
+
+    return StrictServer
 
 
 def _top_k(value: int) -> int:

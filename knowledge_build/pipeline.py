@@ -86,7 +86,8 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
     with TokenCache(Path(config.cache_dir) / TOKENS_FILE) as token_cache:
         lexical = lexical_fields(chunks, token_cache)
     artifacts = assemble(chunks, vectors, lexical, ANALYZER, describe(embedder),
-                         {"url": site.url, "baseurl": site.baseurl})
+                         {"url": site.url, "baseurl": site.baseurl,
+                          **({"categories": site.categories} if site.categories else {})})
     try:
         write_artifacts(artifacts, output)
         write_latest(output, artifacts)

@@ -15,6 +15,7 @@ import numpy as np
 
 from .chunks import Chunk
 from .errors import ChunkNotFound, KnowledgeBuildError, QueryEmbeddingFailed, QueryTooLong
+from .filters import FilterVocabulary
 from .ranking import SearchSettings, fuse, type_weights
 from .thesaurus import thesaurus_terms
 from .text_ja import analyze_query, concept_key, nfkc
@@ -39,8 +40,12 @@ class SearchResult:
     material: str
     anchor: str
     source: str = "artifacts"
-    # Other places that teach the same concept (same title on another page): id, url, material.
+    # Other places that teach the same concept (same title on another page): id, url, material
+    # (and absolute_url when the site's URL is known).
     locations: tuple[dict, ...] = ()
+    # `url` on the site's host (manifest site.url + url, percent-encoded); None when the build did
+    # not know the site's URL. `url` stays root-relative: v1 promises existing fields keep their meaning.
+    absolute_url: str | None = None
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -59,6 +64,9 @@ class KnowledgeIndex:
         self._index = index
         self._embedder = embedder
         self._by_id = {c.id: i for i, c in enumerate(chunks)}
+        site = manifest.get("site") or {}
+        self.site_url = str(site.get("url") or "")
+        self.filters = FilterVocabulary(chunks, site.get("categories"))
         self._bm25 = bm25_models(lexical["fields"]) if chunks else {}
         self._concepts: dict[str, list[int]] = {}
         for row, chunk in enumerate(chunks):
@@ -95,7 +103,14 @@ class KnowledgeIndex:
             raise ChunkNotFound(chunk_id) from None
 
     def concepts(self, type: str | None = None, category: str | None = None) -> list[Chunk]:
-        return [c for c in self.chunks if _matches(c, type=type, category=category)]
+        """Every chunk of the type and category (display names accepted; UnknownFilterValue for a
+        value no chunk has), in id order."""
+        filters = self.filters.resolve_all(type=type, category=category)
+        return [c for c in self.chunks if _matches(c, **filters)]
+
+    def absolute_url(self, url: str) -> str | None:
+        """`url` on the site's host, percent-encoded; None when the site's URL is unknown."""
+        return join_site_url(self.site_url, url)
 
     def search(self, query: str, k: int = 5, type=None, category=None, material=None, level=None,
                mode: str = "hybrid", min_similarity: float | None = None, dense_source=None) -> list[SearchResult]:
@@ -104,9 +119,9 @@ class KnowledgeIndex:
         if mode not in MODES:
             raise KnowledgeBuildError(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}.")
         query = check_query(query)
+        filters = self.filters.resolve_all(type=type, category=category, material=material, level=level)
         if not query or not self.chunks or k < 1:
             return []
-        filters = dict(type=type, category=category, material=material, level=level)
         qvec = self.embed_query(query) if mode != "lexical" else None
         if qvec is None:
             mode = "lexical"
@@ -197,12 +212,17 @@ class KnowledgeIndex:
         similarity = float(np.clip(cosine, 0.0, 1.0)) if np.isfinite(cosine) else 0.0
         score = score if np.isfinite(score) else 0.0
         others = [r for r in self._concepts.get(concept_key(chunk.title), ()) if r != row]
-        locations = tuple({"id": self.chunks[r].id, "url": self.chunks[r].url, "material": self.chunks[r].material}
-                          for r in others)
+        locations = tuple(self._location(self.chunks[r]) for r in others)
         return SearchResult(id=chunk.id, url=chunk.url, title=chunk.title, learns=chunk.learns,
                             excerpt=chunk.excerpt, similarity=round(similarity, 6), score=round(score, 6),
                             type=chunk.type, material=chunk.material, anchor=chunk.anchor, source=source,
-                            locations=locations)
+                            locations=locations, absolute_url=self.absolute_url(chunk.url))
+
+    def _location(self, chunk: Chunk) -> dict:
+        where = {"id": chunk.id, "url": chunk.url, "material": chunk.material}
+        if self.site_url:
+            where["absolute_url"] = self.absolute_url(chunk.url)
+        return where
 
 
 @lru_cache(maxsize=1)
@@ -218,6 +238,16 @@ def _english_terms() -> dict[str, str]:
 
 def _matches(chunk: Chunk, **filters) -> bool:
     return all(value is None or getattr(chunk, name) == value for name, value in filters.items())
+
+
+def join_site_url(site_url: str, url: str) -> str | None:
+    """`site_url` + `url` with the path percent-encoded (Japanese file names, spaces) so that chat
+    clients and mail keep the whole link; an escape already in `url` is kept. None without a site URL."""
+    from urllib.parse import quote
+
+    if not site_url:
+        return None
+    return site_url.rstrip("/") + quote(url, safe="/#:%")
 
 
 def check_query(query: str | None) -> str:

@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .chunks import Chunk
 from .errors import KnowledgeBuildError
 from .search import KnowledgeIndex, SearchResult
 
@@ -150,21 +149,44 @@ class SearchService:
         return self.index.search(query, k, type, category, material, level, mode, min_similarity, from_database)
 
     def get(self, chunk_id: str) -> dict:
-        """The full chunk as a dict, with `source`."""
+        """The full chunk as a dict, with `absolute_url` and `source`."""
         from .store.postgres import get_chunk
 
         row = self._with_database("get_chunk_by_id", lambda conn: get_chunk(conn, chunk_id) or False)
-        if row:
-            return {**row, "source": "database"}
-        return {**self.index.get(chunk_id).to_dict(), "source": "artifacts"}
+        row, source = (row, "database") if row else (self.index.get(chunk_id).to_dict(), "artifacts")
+        return {**row, "absolute_url": self.index.absolute_url(row["url"]), "source": source}
 
     def concepts(self, type: str | None = None, category: str | None = None) -> list[dict]:
+        """Every concept (id, title, type, url, absolute_url, learns, material, category, source) of
+        the type and category, in id order; display names are accepted (UnknownFilterValue for a
+        value no chunk has, before the database is asked)."""
         from .store.postgres import list_concepts
 
-        rows = self._with_database("list_concepts", lambda conn: list_concepts(conn, category, type))
-        if rows is not None:
-            return [{**r, "learns": list(r["learns"]), "source": "database"} for r in rows]
-        return [_concept(c) for c in self.index.concepts(type=type, category=category)]
+        filters = self.index.filters.resolve_all(type=type, category=category)
+        rows = self._with_database("list_concepts",
+                                   lambda conn: list_concepts(conn, filters["category"], filters["type"]))
+        if rows is None:
+            return [self._concept(c.to_dict(), "artifacts") for c in self.index.concepts(**filters)]
+        # Code-point order, as the artifacts: the database's collation may sort Japanese ids
+        # otherwise, and a page must not depend on which backend answered it.
+        return [self._concept(r, "database") for r in sorted(rows, key=lambda r: r["id"])]
+
+    def concept_page(self, type: str | None = None, category: str | None = None, limit: int = 100,
+                     offset: int = 0) -> dict:
+        """`limit` concepts from `offset` on, with `total` (all that match) and `next_offset` (None
+        on the last page)."""
+        if limit < 1 or offset < 0:
+            raise KnowledgeBuildError(f"limit must be at least 1 and offset at least 0 (got {limit}, {offset})")
+        found = self.concepts(type=type, category=category)
+        page = found[offset:offset + limit]
+        following = offset + len(page)
+        return {"concepts": page, "total": len(found), "offset": offset, "limit": limit,
+                "next_offset": following if following < len(found) else None}
+
+    def _concept(self, row: dict, source: str) -> dict:
+        concept = {key: row[key] for key in _CONCEPT_FIELDS}
+        concept["learns"] = list(concept["learns"])
+        return {**concept, "absolute_url": self.index.absolute_url(row["url"]), "source": source}
 
     def health(self) -> dict:
         """Which backend answers now: the database while its breaker is closed and it holds the
@@ -304,9 +326,7 @@ def _configure(conn) -> None:
     register_vector(conn)
 
 
-def _concept(chunk: Chunk) -> dict:
-    return {"id": chunk.id, "title": chunk.title, "type": chunk.type, "url": chunk.url, "learns": list(chunk.learns),
-            "material": chunk.material, "category": chunk.category, "source": "artifacts"}
+_CONCEPT_FIELDS = ("id", "title", "type", "url", "learns", "material", "category")
 
 
 def open_search(config, use_database: bool = True) -> "KnowledgeIndex | SearchService":

@@ -1,7 +1,8 @@
 """Finding material pages in a Jekyll source directory or a built `_site`, and site facts.
 
 Owns: which kind of directory we were given, `_config.yml` (baseurl, url, permalink,
-exclude, destination), `_data/learns.yml`, and each page's permalink.
+exclude, destination), `_data/learns.yml`, `_data/categories.yml` (category id -> the name the
+site shows), and each page's permalink.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Site:
     exclude: tuple[str, ...] = ()
     learns: dict = field(default_factory=dict)  # material -> anchor -> [items]
     generated_learns: dict = field(default_factory=dict)  # material -> anchor -> {source_hash, learns}
+    categories: dict = field(default_factory=dict)  # category id -> display name (_data/categories.yml)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     @property
@@ -56,6 +58,7 @@ def open_site(path: Path, baseurl: str | None = None, exclude=()) -> Site:
     if source is not None:
         _read_jekyll_config(site, source / "_config.yml")
         site.learns = _read_learns(site, source / "_data" / "learns.yml")
+        site.categories = _read_categories(site, source / "_data" / "categories.yml")
     if baseurl is not None:
         site.baseurl = baseurl
     site.baseurl = "/" + site.baseurl.strip("/") if site.baseurl.strip("/") else ""
@@ -138,6 +141,37 @@ def _read_learns(site: Site, path: Path) -> dict:
                 continue
             learns.setdefault(str(material), {})[str(anchor)] = items
     return learns
+
+
+_CATEGORIES_FIX = "write each category as `- id: geometry` with a `name:` line holding the name the site shows"
+
+
+def _read_categories(site: Site, path: Path) -> dict[str, str]:
+    """id -> name from a list of {id, name} (Jekyll's usual shape); other entries are errors on
+    their line and left out (filters then accept the id only)."""
+    if not path.is_file():
+        return {}
+    doc = _load_yaml(site, path, "categories-yaml")
+    if doc is None or doc.data is None:
+        return {}
+    if not isinstance(doc.data, list):
+        _shape_error(site, doc, (), "categories-yaml", "_data/categories.yml must be a list of categories",
+                     _CATEGORIES_FIX)
+        return {}
+    categories: dict[str, str] = {}
+    for number, entry in enumerate(doc.data):
+        bad = [k for k in ("id", "name") if not isinstance(entry, dict) or not _single_text(entry.get(k))]
+        if bad:
+            where = (number, bad[0]) if isinstance(entry, dict) else (number,)
+            _shape_error(site, doc, where, "categories-yaml",
+                         f"category {number + 1} needs an 'id' and a 'name', each a single text", _CATEGORIES_FIX)
+            continue
+        categories[str(entry["id"]).strip()] = str(entry["name"]).strip()
+    return categories
+
+
+def _single_text(value) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool) and bool(str(value).strip())
 
 
 def find_pages(site: Site) -> list[Path]:

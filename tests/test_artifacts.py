@@ -64,7 +64,9 @@ def test_manifest_records_embedder_counts_and_checksums(built):
                                     "query_prefix": "query: ", "passage_prefix": "passage: "}
     assert manifest["counts"]["chunks"] == len(built.chunks)
     assert set(manifest["files"]) == {"knowledge_chunks.json", "vectors.faiss", "lexical.json"}
-    assert manifest["site"] == {"url": "https://example.github.io", "baseurl": "/math-note"}
+    assert manifest["site"] == {"url": "https://example.github.io", "baseurl": "/math-note",
+                                "categories": {"numbers": "数と式", "equations": "方程式", "functions": "関数",
+                                               "geometry": "図形と計量"}}
 
 
 def test_a_changed_byte_is_refused_with_a_rebuild_hint(built):
