@@ -58,7 +58,7 @@ def test_write_inserts_only_the_id_attribute_with_front_matter_liquid_and_crlf(t
             "<div class=\"example-box\"><div class=\"example-title\">例1</div>本文</div>\n</section>\n")
     original = _page(tmp_path, body, newline="\r\n")
     (plan,) = plans_for(load_config(site=tmp_path / "s", env={}))
-    assert [s.id for s in plan.suggestions] == ["rule-quadratic-formula", "tip-transposition", "ex-1"]
+    assert [s.id for s in plan.suggestions] == ["rule-quadratic-formula", "tip-transposition", "ex-tesuto-1"]
     assert write_plan(plan) == 3
     written = (tmp_path / "s" / "p.html").read_bytes()
     assert _strip_inserted(written) == original
