@@ -8,6 +8,7 @@ import pytest
 
 from knowledge_build import extract, load_config
 from knowledge_build.lint import check_site, plans_for, write_suggestions
+from knowledge_build.report import coverage
 
 pytestmark = pytest.mark.corpus
 
@@ -39,6 +40,7 @@ def test_check_then_write_then_check_on_the_corpus(corpus_copy):
     # Practice problems (練習N) are examples, not rules crowding the top results.
     practice = [c for c in chunks if c.label.startswith("練習")]
     assert len(practice) >= 231 and {c.type for c in practice} == {"example"}
+    assert coverage(config)["totals"]["example"] == sum(c.type == "example" for c in chunks)
     assert not [c for c in chunks if re.match(r"(コツ|ルール|練習)\s*[0-9①-⑳]*\s*[:：]", c.title) or "\\(" in c.title]
 
     # Every file differs from its original by exactly the inserted attributes.
