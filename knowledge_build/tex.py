@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import re
 
-# \( … \) and \[ … \]; a lone $ is too often a price to be taken for math.
-MATH_SPAN = re.compile(r"\\\((.*?)\\\)|\\\[(.*?)\\\]", re.DOTALL)
+# \( … \) and \[ … \]; a lone $ is too often a price to be taken for math. A span never
+# runs over another opening delimiter, so an unclosed \( costs a scan to the next one, not to
+# the end of the text (linear time on a hostile heading of many \( ).
+MATH_SPAN = re.compile(r"\\\(((?:(?!\\[(\[]).)*?)\\\)|\\\[((?:(?!\\[(\[]).)*?)\\\]", re.DOTALL)
 
 _SYMBOLS = {
     "times": "×", "div": "÷", "pm": "±", "mp": "∓", "cdot": "·", "cdots": "…", "ldots": "…", "dots": "…",

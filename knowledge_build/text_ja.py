@@ -165,7 +165,8 @@ def expansions(query: str, english: dict[str, str], romaji: bool = True) -> list
 
 # "コツ2：", "ルール1:", "例3.", "練習1" and the like number a box; they name no concept.
 _LABEL_WORDS = "コツ|ポイント|ルール|パターン|ステップ|例題|例|注意|練習|演習|問題"
-_LABEL = re.compile(rf"^(?:({_LABEL_WORDS}|公式)\s*([0-9０-９①-⑳]*)\s*[:：.．、]\s*"
+# (?:…)? rather than \s*[0-9]*\s*: two adjacent runs of spaces would backtrack quadratically.
+_LABEL = re.compile(rf"^(?:({_LABEL_WORDS}|公式)\s*(?:([0-9０-９①-⑳]+)\s*)?[:：.．、]\s*"
                     rf"|({_LABEL_WORDS})\s*([0-9０-９①-⑳]+)\s*)")
 
 
@@ -176,7 +177,7 @@ def split_label(title: str) -> tuple[str, str]:
     match = _LABEL.match(text)
     if not match:
         return "", text
-    word, number = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+    word, number = (match.group(1), match.group(2) or "") if match.group(1) else (match.group(3), match.group(4))
     return unicodedata.normalize("NFKC", word + number), text[match.end():].strip()
 
 

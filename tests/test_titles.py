@@ -67,3 +67,18 @@ def test_a_chunk_title_is_clean_its_label_is_kept_and_its_excerpt_skips_the_head
     assert tip.excerpt.startswith("\\(b = 2b'\\)") and "\\(b\\)" not in tip.embed_text.splitlines()[0]
     assert (practice.title, practice.label, practice.type) == ("練習1", "練習1", "example")
     assert tip.to_dict()["label"] == "コツ2"
+
+
+def test_a_hostile_heading_of_unclosed_tex_and_spaces_is_read_in_one_pass(tmp_path):
+    # Both inputs took time quadratic in their length before (an unclosed \( scanned to the end
+    # of the text from every \( ; two adjacent runs of spaces in the label pattern backtracked).
+    unclosed = "\\(" * 100_000
+    spaces = "コツ" + " " * 100_000 + "x"
+    assert readable(unclosed) == unclosed and split_label(spaces) == ("", spaces)
+    root = tmp_path / "s"
+    root.mkdir()
+    (root / "_config.yml").write_text("baseurl: ''\n", encoding="utf-8")
+    (root / "p.html").write_text(f'<div class="tip-box" id="tip-x"><strong>{unclosed}</strong>本文</div>\n'
+                                 f'<div class="tip-box"><strong>{spaces}</strong>本文</div>\n', encoding="utf-8")
+    (chunk,) = extract(load_config(site=root, env={})).chunks
+    assert chunk.title == unclosed and chunk.label == ""
