@@ -41,6 +41,7 @@ class Chunk:
     material_title: str = ""
     line: int = 0
     source_path: str = ""
+    label: str = ""  # the box's number label (「コツ2」「練習1」) taken off its title
 
     def to_dict(self) -> dict:
         # Every field is a str, int or tuple of str, so a shallow copy is enough; asdict's recursive
@@ -126,7 +127,7 @@ def _chunk(site: Site, page: Page, element: KnowledgeElement, meta: dict) -> Chu
         url=f"{site.baseurl}{page.url_path}#{element.id}",
         title=element.title,
         content=content,
-        excerpt=excerpt(content, element.title),
+        excerpt=excerpt(content, element.heading or element.title),
         learns=learns,
         learns_source=source,
         type=element.type,
@@ -137,6 +138,7 @@ def _chunk(site: Site, page: Page, element: KnowledgeElement, meta: dict) -> Chu
         material_title=meta["title"],
         line=element.line,
         source_path=page.rel,
+        label=element.label,
     )
 
 

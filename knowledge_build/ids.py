@@ -13,7 +13,6 @@ import os
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from functools import lru_cache
 from html.parser import HTMLParser
 from importlib import resources
 from pathlib import Path
@@ -21,9 +20,10 @@ from pathlib import Path
 from .artifacts import atomic_write
 from .diagnostics import Diagnostic
 from .errors import ConfigError, KnowledgeBuildError
-from .kinds import ALLOWED_PREFIXES, BY_TYPE, CLASS_PREFIX, KNOWLEDGE_ID, PREFIXES, TITLE_WORD_ORDER
+from .kinds import ALLOWED_PREFIXES, BY_TYPE, CLASS_PREFIX, KNOWLEDGE_ID, LABEL_PREFIX, PREFIXES, TITLE_WORD_ORDER
 from .scan import Page
-from .text_ja import strip_label
+from .tex import without_math
+from .text_ja import split_label, strip_label
 from .yamlfile import load as load_yaml
 from .yamlfile import load_file as load_yaml_file
 
@@ -148,6 +148,10 @@ def load_glossary(extra: Path | None = None) -> dict[str, str]:
 
 def choose_prefix(box: str, title: str) -> tuple[str, str]:
     """The id prefix for a box, and why."""
+    label = split_label(unicodedata.normalize("NFKC", title))[0]
+    word = next((w for w in LABEL_PREFIX if label.startswith(w)), None)
+    if word:  # 「練習1」 is a practice problem, whatever box the site put it in
+        return LABEL_PREFIX[word], f"{LABEL_PREFIX[word]}- from the label 「{label}」"
     allowed = ALLOWED_PREFIXES.get(box, PREFIXES)
     for prefix, words in _TITLE_PREFIX:
         word = next((w for w in words if w in title), None)
@@ -158,27 +162,43 @@ def choose_prefix(box: str, title: str) -> tuple[str, str]:
     return "rule", "rule- by default (no box class or title word says otherwise)"
 
 
-_TEX = re.compile(r"\\[()\[\]]|\\")
-
-
-def slug_for(title: str, glossary: dict[str, str]) -> str:
-    """An ASCII slug from the title: glossary terms in English, other nouns romanised, in title order."""
+def slug_for(title: str, glossary: dict[str, str], topic: str = "") -> str:
+    """An ASCII slug from the title: glossary terms in English, other nouns romanised, in title
+    order; never TeX. A title with no words of its own (「練習1」) takes the words of `topic`
+    (the page's title) and keeps its number: a slug is never a bare number."""
     text = unicodedata.normalize("NFKC", title)
-    rest = _TEX.sub(" ", strip_label(text)).strip()
-    if not rest:  # the title is only a label such as "例1": keep its number
-        return "-".join(re.findall(r"[0-9]+", text))
+    words = _slug_words(without_math(strip_label(text)), glossary)
+    if not words or all(w.isdigit() for w in words):
+        number = "-".join(re.findall(r"[0-9]+", text))
+        words = _slug_words(without_math(strip_label(unicodedata.normalize("NFKC", topic))), glossary)
+        head = _limit("-".join([w for w in words if not w.isdigit()][:MAX_SLUG_WORDS - 1]), len(number) + 1)
+        return "-".join(w for w in (head, number) if w)
+    return _limit("-".join(words))
+
+
+def _slug_words(text: str, glossary: dict[str, str]) -> list[str]:
+    text = text.replace("\\", " ").strip()
+    if not text:
+        return []
+    spans = list(_segments(text, glossary))
     for nouns_only in (True, False):  # verbs only when the title has no noun at all
+        # Words are read in the context of the whole title (正 of 正多角形 is sei, not tadashi),
+        # then each takes its place among the glossary terms.
+        context = romanized_words(text, nouns_only)
         pieces: list[str] = []
-        for is_term, segment in _segments(rest, glossary):
-            words = [segment] if is_term else romanized_words(segment, nouns_only)
-            pieces += [w for w in words if w not in pieces]
+        for is_term, value, start, end in spans:
+            words = [value] if is_term else [w for w, at in context if start <= at < end]
+            for word in words:
+                if word not in pieces:
+                    pieces.append(word)
         if pieces:
-            return _limit("-".join(pieces[:MAX_SLUG_WORDS]))
-    return ""
+            return pieces[:MAX_SLUG_WORDS]
+    return []
 
 
 def _segments(text: str, glossary: dict[str, str]):
-    """Split text into glossary slugs (True, slug) and the stretches between them (False, text)."""
+    """Split text into glossary slugs (True, slug, start, end) and the stretches between them
+    (False, "", start, end)."""
     longest = max((len(k) for k in glossary), default=0)
     i = start = 0
     while i < len(text):
@@ -186,52 +206,48 @@ def _segments(text: str, glossary: dict[str, str]):
             slug = glossary.get(text[i:i + size])
             if slug:
                 if text[start:i].strip():
-                    yield False, text[start:i]
-                yield True, slug
+                    yield False, "", start, i
+                yield True, slug, i, i + size
                 i = start = i + size
                 break
         else:
             i += 1
     if text[start:].strip():
-        yield False, text[start:]
+        yield False, "", start, len(text)
 
 
 # Words that say what kind of box it is; the prefix already says so.
 _KIND_WORDS = {"コツ", "ポイント", "注意", "まとめ"}
 
 
-def romanized_words(text: str, nouns_only: bool = True) -> list[str]:
-    """The nouns (or all content words) of a Japanese text in Hepburn without long vowels."""
+def romanized_words(text: str, nouns_only: bool = True) -> list[tuple[str, int]]:
+    """(romaji, offset) of the nouns (or all content words) of a Japanese text, romanised from
+    their reading in context (Hepburn, long vowels dropped)."""
+    import jaconv
+
     from .text_ja import content_words
 
     words = []
-    for word in content_words(text, nouns_only):
-        if word in _KIND_WORDS:
+    for surface, kana, at in content_words(text, nouns_only):
+        if surface in _KIND_WORDS:
             continue
-        romaji = _slugify_ascii(_cutlet().romaji(word, capitalize=False))
-        romaji = re.sub(r"ou|oo", "o", romaji).replace("uu", "u")
+        romaji = jaconv.kata2alphabet(jaconv.hira2kata(kana)).replace("-", "")  # ー is a long vowel
+        romaji = re.sub(r"ou|oo", "o", _slugify_ascii(romaji)).replace("uu", "u")
         if romaji:
-            words.append(romaji)
+            words.append((romaji, at))
     return words
-
-
-@lru_cache(maxsize=1)
-def _cutlet():
-    import cutlet
-
-    romanizer = cutlet.Cutlet()
-    romanizer.use_foreign_spelling = False
-    return romanizer
 
 
 def _slugify_ascii(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def _limit(slug: str) -> str:
-    if len(slug) <= MAX_SLUG_CHARS:
+def _limit(slug: str, room: int = 0) -> str:
+    """At most MAX_SLUG_CHARS - room characters, cut at a hyphen when there is one."""
+    size = MAX_SLUG_CHARS - room
+    if len(slug) <= size:
         return slug
-    return slug[:MAX_SLUG_CHARS].rsplit("-", 1)[0] or slug[:MAX_SLUG_CHARS]
+    return slug[:size].rsplit("-", 1)[0] or slug[:size]
 
 
 def plan_page(page: Page, box_classes, glossary: dict[str, str]) -> PagePlan:
@@ -265,7 +281,7 @@ def plan_page(page: Page, box_classes, glossary: dict[str, str]) -> PagePlan:
     taken = {t.id for t in tags if t.id}
     for tag, box in zip(boxes, page.unanchored):
         prefix, reason = choose_prefix(box.box_class, box.title)
-        slug = slug_for(box.title, glossary) or "box"
+        slug = slug_for(box.title, glossary, page.title) or "box"
         new_id = _unique(f"{prefix}-{slug}", taken)
         taken.add(new_id)
         plan.suggestions.append(Suggestion(page.path, tag.line, tag.col, tag.offset + 1 + len(tag.name),

@@ -24,11 +24,15 @@ class Kind:
     # Other id prefixes its box class may carry: a method- id in a rule-box is normal.
     also_in_box: tuple[str, ...] = ()
     anchored: bool = True  # found by an element id (False: derived from the page's structure)
+    # Words that, as a box title's label (「練習1」「演習：…」), make the box this kind whatever its
+    # class. Titles only: a query such as 「問題の解き方」 does not ask for this kind.
+    label_words: tuple[str, ...] = ()
 
 
 KINDS: tuple[Kind, ...] = (
     Kind("rule", "rule", "rule-box", ("公式", "定理", "法則", "性質"),
-         ("「{topic}」の内容を理解する", "「{topic}」を使って問題を解く"), also_in_box=("method", "def")),
+         ("「{topic}」の内容を理解する", "「{topic}」を使って問題を解く"),
+         also_in_box=("method", "def", "ex")),  # sites put practice problems (練習1) in a rule-box
     Kind("method", "method", "method-box", ("解き方", "やり方", "方法", "手順", "求め方"),
          ("「{topic}」の手順を身につける", "「{topic}」を使って問題を解く")),
     Kind("definition", "def", "def-box", ("とは", "意味", "定義"),
@@ -36,12 +40,15 @@ KINDS: tuple[Kind, ...] = (
     Kind("tip", "tip", "tip-box", ("コツ", "ポイント", "注意", "間違"),
          ("「{topic}」を意識してミスを防ぐ", "つまずきやすい点を確認する")),
     Kind("example", "ex", "example-box", ("例題", "例を"),
-         ("「{topic}」を例題で確認する", "解き方の流れを自分で再現する")),
+         ("「{topic}」を例題で確認する", "解き方の流れを自分で再現する"), label_words=("練習", "演習", "問題")),
 )
 
 # Order in which title words decide a suggested prefix: the most specific kind first
 # (「例題：解き方の確認」 is an example, 「解き方のコツ」 a method before a tip).
 TITLE_WORD_ORDER = ("example", "method", "definition", "tip", "rule")
+
+# label word -> prefix (練習 -> ex).
+LABEL_PREFIX = {word: k.prefix for k in KINDS for word in k.label_words}
 
 LEVELS = ("基礎", "標準", "発展")
 

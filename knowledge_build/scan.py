@@ -18,6 +18,8 @@ from .diagnostics import Diagnostic
 from .kinds import KNOWLEDGE_ID, type_of_id
 from .readfile import UnreadableFile, read_regular_file
 from .site import Site, permalink, source_page_for
+from .tex import readable
+from .text_ja import split_label
 from .yamlfile import YamlError
 from .yamlfile import load as load_yaml
 
@@ -50,6 +52,8 @@ class KnowledgeElement:
     box_class: str = ""
     learns_attribute: str | None = None
     list_items: tuple[str, ...] = ()
+    label: str = ""  # the box's number label (「コツ2」「練習1」), taken off the title
+    heading: str = ""  # the title as written on the page (label, TeX and all)
 
 
 @dataclass
@@ -294,9 +298,10 @@ def _element(page: Page, node, node_id: str, line: int, boxes: list[str]) -> Kno
                                       f"knowledge element '{node_id}' has no text and is left out of the index",
                                       "write its content or remove the id"))
         return None
-    title = _title(node)
-    if not title:
-        title = text[:30]
+    heading = _title(node)
+    label, title = display_title(heading)
+    if not heading:
+        title = readable(text[:30])
         page.diagnostics.append(_diag(page, line, 1, "info", "no-title",
                                       f"knowledge element '{node_id}' has no <strong> or heading; its title is taken from its text",
                                       "start the box with <strong>Title</strong>"))
@@ -310,7 +315,17 @@ def _element(page: Page, node, node_id: str, line: int, boxes: list[str]) -> Kno
         box_class=boxes[0] if boxes else "",
         learns_attribute=node.get("data-learns"),
         list_items=tuple(i for i in items if i),
+        label=label,
+        heading=heading,
     )
+
+
+def display_title(heading: str) -> tuple[str, str]:
+    """(label, title) of a box heading: the number label taken off (「ルール3：」 names no concept)
+    and inline TeX rendered readably (\\(b\\) -> b). A heading that is only a label keeps it as
+    its title."""
+    label, rest = split_label(heading)
+    return label, readable(rest or heading)
 
 
 def _descendants(node):

@@ -165,13 +165,26 @@ def expansions(query: str, english: dict[str, str], romaji: bool = True) -> list
     return out
 
 
-# "コツ2：", "ルール1:", "例3." and the like number a box; they name no concept.
-_LABEL = re.compile(r"^(コツ|ポイント|ルール|パターン|ステップ|例題|例|注意|練習|公式)\s*[0-9①-⑳]*\s*[:：.．、]\s*"
-                    r"|^(コツ|ポイント|ルール|パターン|ステップ|例題|例|注意|練習)\s*[0-9①-⑳]+\s*")
+# "コツ2：", "ルール1:", "例3.", "練習1" and the like number a box; they name no concept.
+_LABEL_WORDS = "コツ|ポイント|ルール|パターン|ステップ|例題|例|注意|練習|演習|問題"
+# (?:…)? rather than \s*[0-9]*\s*: two adjacent runs of spaces would backtrack quadratically.
+_LABEL = re.compile(rf"^(?:({_LABEL_WORDS}|公式)\s*(?:([0-9０-９①-⑳]+)\s*)?[:：.．、]\s*"
+                    rf"|({_LABEL_WORDS})\s*([0-9０-９①-⑳]+)\s*)")
+
+
+def split_label(title: str) -> tuple[str, str]:
+    """("練習1", "解法を選んで解く") from 「練習1：解法を選んで解く」; ("", title) when it has no label.
+    The rest keeps its characters as written (full-width stays full-width); the label is NFKC."""
+    text = title.strip()
+    match = _LABEL.match(text)
+    if not match:
+        return "", text
+    word, number = (match.group(1), match.group(2) or "") if match.group(1) else (match.group(3), match.group(4))
+    return unicodedata.normalize("NFKC", word + number), text[match.end():].strip()
 
 
 def strip_label(title: str) -> str:
-    return _LABEL.sub("", unicodedata.normalize("NFKC", title)).strip()
+    return split_label(unicodedata.normalize("NFKC", title))[1]
 
 
 def concept_key(title: str) -> str:
@@ -179,10 +192,35 @@ def concept_key(title: str) -> str:
     return re.sub(r"\s+", "", strip_label(title)).lower()
 
 
-def content_words(text: str, nouns_only: bool = False) -> list[str]:
-    """Surface forms of the words that carry meaning (optionally only the nouns)."""
-    words = [(w.surface, w.feature.pos1) for w in _words(text)]
-    words = [(surface, pos) for surface, pos in words if pos not in _SKIP_POS and surface.strip()]
+def content_words(text: str, nouns_only: bool = False) -> list[tuple[str, str, int]]:
+    """(surface, katakana reading, offset in `text`) of the words that carry meaning (optionally
+    only the nouns).
+
+    The reading is the tagger's, in context (正 in 正多角形 is セイ, 次 in 二次 is ジ); a word it
+    has no kana for (ASCII, digits) keeps its surface. A prefix (定 in 定積分) joins the next word
+    and a suffix (次, 形) the previous one, so 二次式 is 2 words (ニジ, シキ), not 3; so does a
+    numeral in kanji (二項 is one word)."""
+    words: list[list] = []  # [surface, reading, pos, offset]
+    glue_next = False
+    cursor = 0
+    for w in _words(text):
+        at = text.find(w.surface, cursor)
+        at = cursor if at < 0 else at
+        cursor = at + len(w.surface)
+        pos = w.feature.pos1
+        if pos in _SKIP_POS or not w.surface.strip():
+            glue_next = False
+            continue
+        kana = getattr(w.feature, "kana", None)
+        kana = kana if kana and kana != "*" else w.surface
+        if words and (glue_next or pos == "接尾辞"):
+            words[-1][0] += w.surface
+            words[-1][1] += kana
+            words[-1][2] = words[-1][2] if pos == "接尾辞" else pos
+        else:
+            words.append([w.surface, kana, pos, at])
+        # 二 of 二項 or 二等分線 is part of the word (niko), a digit stays apart (2-jo).
+        glue_next = pos == "接頭辞" or (getattr(w.feature, "pos2", "") == "数詞" and not w.surface.isascii())
     if nouns_only:
-        words = [(surface, pos) for surface, pos in words if pos in ("名詞", "代名詞", "接尾辞")]
-    return [surface for surface, _ in words]
+        words = [w for w in words if w[2] in ("名詞", "代名詞", "接尾辞", "接頭辞")]
+    return [(surface, kana, at) for surface, kana, _, at in words]

@@ -2,6 +2,7 @@
 
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -58,7 +59,7 @@ def test_write_inserts_only_the_id_attribute_with_front_matter_liquid_and_crlf(t
             "<div class=\"example-box\"><div class=\"example-title\">例1</div>本文</div>\n</section>\n")
     original = _page(tmp_path, body, newline="\r\n")
     (plan,) = plans_for(load_config(site=tmp_path / "s", env={}))
-    assert [s.id for s in plan.suggestions] == ["rule-quadratic-formula", "tip-transposition", "ex-1"]
+    assert [s.id for s in plan.suggestions] == ["rule-quadratic-formula", "tip-transposition", "ex-tesuto-1"]
     assert write_plan(plan) == 3
     written = (tmp_path / "s" / "p.html").read_bytes()
     assert _strip_inserted(written) == original
@@ -164,3 +165,55 @@ def test_glossary_setting_adds_site_terms(tmp_path):
     extra.write_text("近似値: approx-values\n", encoding="utf-8")
     assert slug_for("近似値を覚える", load_glossary(extra)) == "approx-values"
     shutil.rmtree(tmp_path / "nothing", ignore_errors=True)
+
+
+@pytest.mark.parametrize("box", ["rule-box", "tip-box", "example-box", ""])
+@pytest.mark.parametrize("title", ["練習1", "練習②：解法を選んで解く", "演習3", "問題 2：次の式を展開しなさい"])
+def test_a_practice_problem_is_an_example_whatever_its_box_class(box, title):
+    prefix, reason = choose_prefix(box, title)
+    assert prefix == "ex" and "label" in reason
+
+
+def test_a_title_that_is_only_a_label_takes_the_page_topic_and_keeps_its_number():
+    glossary = load_glossary()
+    assert slug_for("練習1", glossary, "解の公式") == "quadratic-formula-1"
+    assert slug_for("練習②", glossary, "コツ：解の公式") == "quadratic-formula-2"
+    assert slug_for("練習3：解の公式を使う", glossary, "判別式") == "quadratic-formula"  # words of its own
+    assert slug_for("練習4", glossary, "とてもとても長いページの題名と解の公式と判別式と移項").endswith("-4")
+
+
+def test_practice_boxes_in_a_rule_box_get_example_ids_named_after_the_page(tmp_path):
+    _page(tmp_path, "---\ntitle: 解の公式\n---\n"
+                    '<div class="rule-box"><strong>練習1</strong>一</div>'
+                    '<div class="rule-box"><strong>練習2</strong>二</div>'
+                    '<div class="rule-box"><strong>1</strong>三</div>')
+    (plan,) = plans_for(load_config(site=tmp_path / "s", env={}))
+    ids = [s.id for s in plan.suggestions]
+    assert ids == ["ex-quadratic-formula-1", "ex-quadratic-formula-2", "rule-quadratic-formula-1"]
+    assert not [i for i in ids if re.fullmatch(r"(rule|method|def|ex|tip)-\d+", i)]
+
+
+@pytest.mark.parametrize("title", [
+    "コツ3：弧の長さが分かっているなら \\(A = \\frac{1}{2}\\ell r\\) が速い",
+    "正規分布 \\(N(\\mu, \\sigma^2)\\)",
+    "特性方程式（\\(a_{n+1} = pa_n + q\\) 型）",
+    "\\(\\sqrt{x}\\) と \\[\\dfrac{a}{b}\\]",
+    "\\(\\pi\\)",
+])
+def test_a_slug_never_contains_tex(title):
+    slug = slug_for(title, load_glossary(), "解の公式")
+    commands = re.findall(r"\\([A-Za-z]+)", title)
+    assert slug and not set(slug.split("-")) & {c.lower() for c in commands}, slug
+    assert not {"n", "a", "b", "x", "q", "r", "1", "2"} & set(slug.split("-")), slug
+
+
+@pytest.mark.parametrize("title, slug", [
+    ("正多角形の外角", "regular-polygon-exterior-angle"),  # not tadashi: read in context
+    ("度数分布表は「正」の字でカウント", "frequency-table-sei-ji-kaunto"),
+    ("二次式なら判別式", "niji-shiki-discriminant"),  # not ni-tsugi
+    ("等比数列の和の公式", "geometric-sequence-sum-formula"),  # no romaji wa beside English
+    ("面積なら2乗", "area-square"),
+    ("イメージする", "imeji"),  # the long-vowel mark is no hyphen
+])
+def test_slug_words_are_read_in_context_and_sums_are_english(title, slug):
+    assert slug_for(title, load_glossary(Path(__file__).parents[1] / "data" / "glossary.yml")) == slug

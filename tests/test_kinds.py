@@ -64,3 +64,11 @@ def test_a_chunk_of_a_kind_the_table_does_not_know_is_ranked_not_crashed(tmp_pat
     search = KnowledgeIndex(tmp_path, {"build_id": "x"}, chunks, index, lexical, embedder)
     results = search.search("二次方程式の歴史", k=2)
     assert [r.type for r in results] == ["section", "rule"]
+
+
+def test_practice_words_make_a_suggested_id_an_example_but_do_not_steer_a_query():
+    assert BY_TYPE["example"].label_words == ("練習", "演習", "問題")
+    assert choose_prefix("rule-box", "練習1")[0] == "ex"
+    assert intended_type("問題の解き方") == "method"
+    assert intended_type("二次方程式の練習問題") is None
+    assert intended_type("演習") is None
