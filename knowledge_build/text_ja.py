@@ -17,10 +17,11 @@ import re
 import unicodedata
 from functools import lru_cache
 
-ANALYZER = "unidic-lite/lemma,reading,kana2/3"
+ANALYZER = "unidic-lite/lemma,reading,kana2/4"
 FIELDS = ("lemma", "reading", "kana2")
 _SKIP_POS = {"補助記号", "空白", "助詞", "助動詞"}
 _BREAK_POS = {"補助記号", "空白"}
+_COMPOUND_POS = {"名詞", "接尾辞"}
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
 KANA_N = 2  # length of the kana character n-grams
 _KANJI_DIGITS = {"〇": 0, "零": 0, "一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
@@ -87,6 +88,7 @@ def analyze(text: str) -> dict[str, list[str]]:
     readings: list[str] = []
     runs: list[str] = []
     run = ""
+    numeral = ""  # the lemma of the numeral just before, for compounds such as 二次 -> "2次"
     for word in _words(normalize(text)):
         feature = word.feature
         kana = getattr(feature, "kana", None)
@@ -101,6 +103,10 @@ def analyze(text: str) -> dict[str, list[str]]:
         lemma = _lemma(word)
         if lemma:
             lemmas.append(lemma)
+            # 一次 and 二次 share 次: the compound keeps them apart (二次方程式 -> 2, 次, 2次, 方程, 式).
+            if numeral and feature.pos1 in _COMPOUND_POS and not _ASCII_WORD.fullmatch(lemma):
+                lemmas.append(numeral + lemma)
+        numeral = lemma if getattr(feature, "pos2", "") == "数詞" and lemma.isdigit() else ""
         if len(kana) > 1:
             readings.append(kana)
     runs.append(run)
