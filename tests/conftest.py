@@ -92,6 +92,23 @@ def model_only_when_marked(request, monkeypatch):
 
 
 @pytest.fixture
+def fake_open(monkeypatch):
+    """Every KnowledgeIndex.open (the CLI's, the MCP server's) gets the fake embedder. Returns the
+    calls made: the path and the options (base_url, timeout) each was given."""
+    from knowledge_build import KnowledgeIndex
+
+    original = KnowledgeIndex.open.__func__
+    calls = []
+
+    def fake(cls, path, embedder=None, settings=None, **options):
+        calls.append({"path": path, **options})
+        return original(cls, path, FakeEmbedder(), settings)
+
+    monkeypatch.setattr(KnowledgeIndex, "open", classmethod(fake))
+    return calls
+
+
+@pytest.fixture
 def fake_embedder():
     return FakeEmbedder()
 

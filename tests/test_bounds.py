@@ -36,11 +36,8 @@ def index(fake_index_dir):
 
 
 @pytest.fixture
-def cli(monkeypatch):
+def cli(fake_open):
     """The CLI with the fake embedder behind KnowledgeIndex.open."""
-    original = KnowledgeIndex.open.__func__
-    monkeypatch.setattr(KnowledgeIndex, "open", classmethod(
-        lambda cls, path, embedder=None, settings=None, **options: original(cls, path, FakeEmbedder(), settings)))
     return CliRunner()
 
 

@@ -98,17 +98,14 @@ def test_serve_port_and_min_similarity_out_of_range_are_usage_errors(tmp_path):
     assert nan.exit_code == 2 and "must be a number between 0 and 1, not nan" in nan.output
 
 
-def test_search_table_prints_titles_from_the_site_without_terminal_control_characters(site_dir, monkeypatch):
-    from knowledge_build import KnowledgeIndex, build, load_config
+def test_search_table_prints_titles_from_the_site_without_terminal_control_characters(site_dir, fake_open):
+    from knowledge_build import build, load_config
     from .conftest import FakeEmbedder
 
     page = site_dir / "junior" / "因数分解.html"
     hostile = "<strong>📌 たすき掛け\x1b[2J\x1b]0;x\x07による"
     page.write_text(page.read_text(encoding="utf-8").replace("<strong>📌 たすき掛けによる", hostile, 1), encoding="utf-8")
     output = build(load_config(site=site_dir), embedder=FakeEmbedder()).output
-    original = KnowledgeIndex.open.__func__
-    monkeypatch.setattr(KnowledgeIndex, "open", classmethod(
-        lambda cls, path, embedder=None, settings=None, **options: original(cls, path, FakeEmbedder(), settings)))
     result = CliRunner().invoke(main, ["search", "たすき掛け", "--index", str(output), "-k", "10"])
     assert result.exit_code == 0, result.output
     assert "\x1b" not in result.output and "\x07" not in result.output

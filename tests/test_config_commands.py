@@ -23,20 +23,6 @@ def built_site(site_dir):
     return site_dir
 
 
-@pytest.fixture
-def fake_open(monkeypatch):
-    """Every command's KnowledgeIndex.open gets the fake embedder; the options it was given are kept."""
-    original = KnowledgeIndex.open.__func__
-    calls = []
-
-    def fake(cls, path, embedder=None, settings=None, **options):
-        calls.append({"path": path, **options})
-        return original(cls, path, FakeEmbedder(), settings)
-
-    monkeypatch.setattr(KnowledgeIndex, "open", classmethod(fake))
-    return calls
-
-
 def test_search_eval_and_report_read_the_set_of_the_site_they_run_in(built_site, fake_open, monkeypatch, tmp_path):
     monkeypatch.chdir(built_site)
     searched = CliRunner().invoke(main, ["search", "たすきがけ", "--format", "json"])

@@ -5,11 +5,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from knowledge_build import KnowledgeIndex
 from knowledge_build.cli import main
 from knowledge_build.evaluate import DatasetError, load_baseline, load_dataset, query_metrics
 
-from .conftest import FakeEmbedder
 
 
 def test_metrics_of_one_ranking():
@@ -83,12 +81,8 @@ def fake_index(fake_index_dir):
 
 
 @pytest.fixture
-def cli(monkeypatch):
+def cli(fake_open):
     """The CLI with the fake embedder behind KnowledgeIndex.open."""
-    original = KnowledgeIndex.open.__func__
-    monkeypatch.setattr(KnowledgeIndex, "open",
-                        classmethod(lambda cls, path, embedder=None, settings=None, **options:
-                                    original(cls, path, FakeEmbedder(), settings)))
     return CliRunner()
 
 

@@ -32,14 +32,6 @@ def index(fake_index_dir):
     return KnowledgeIndex.open(fake_index_dir, embedder=FakeEmbedder())
 
 
-@pytest.fixture
-def fake_open(monkeypatch):
-    """The CLI's KnowledgeIndex.open with the fake embedder behind it."""
-    original = KnowledgeIndex.open.__func__
-    monkeypatch.setattr(KnowledgeIndex, "open", classmethod(
-        lambda cls, path, embedder=None, settings=None, **options: original(cls, path, FakeEmbedder(), settings)))
-
-
 def _categories(index, results):
     return {index.get(r.id).category for r in results}
 

@@ -24,11 +24,8 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 @pytest.fixture
-def fake_cli(monkeypatch):
+def fake_cli(fake_open, monkeypatch):
     """The CLI with the FakeEmbedder wherever the real one would be made (build and search)."""
-    original = KnowledgeIndex.open.__func__
-    monkeypatch.setattr(KnowledgeIndex, "open", classmethod(
-        lambda cls, path, embedder=None, settings=None, **options: original(cls, path, FakeEmbedder(), settings)))
     monkeypatch.setattr(pipeline, "get_embedder", lambda *args, **kwargs: FakeEmbedder())
     return CliRunner()
 

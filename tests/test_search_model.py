@@ -5,7 +5,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from knowledge_build import ChunkNotFound
+from knowledge_build import ChunkNotFound, UnknownFilterValue
 from knowledge_build.cli import main
 
 pytestmark = pytest.mark.model
@@ -48,7 +48,8 @@ def test_filters_restrict_results(real_index):
     assert {r.type for r in real_index.search("二次方程式", k=10, type="example")} == {"example"}
     assert {r.material for r in real_index.search("グラフ", k=10, material="一次関数")} == {"一次関数"}
     assert {r.id.split("#")[0] for r in real_index.search("公式", k=10, level="発展")} == {"二次関数"}
-    assert real_index.search("公式", category="no-such-category") == []
+    with pytest.raises(UnknownFilterValue, match="no category 'no-such-category'; known: "):
+        real_index.search("公式", category="no-such-category")
 
 
 def test_every_mode_answers(real_index):
@@ -72,8 +73,8 @@ def test_cli_search_json(real_index_dir):
     data = json.loads(result.output)
     assert data["query"] == "二次方程式を公式で解きたい"
     assert data["results"][0]["anchor"] == "rule-quadratic-formula"
-    assert set(data["results"][0]) == {"id", "url", "title", "learns", "excerpt", "similarity", "score",
-                                       "type", "material", "anchor", "source", "locations"}
+    assert set(data["results"][0]) == {"id", "url", "absolute_url", "title", "learns", "excerpt", "similarity",
+                                       "score", "type", "material", "anchor", "source", "locations"}
 
 
 def test_cli_search_table_is_readable(real_index_dir):

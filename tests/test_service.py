@@ -241,13 +241,10 @@ def test_health_names_the_live_backend(tmp_path):
 
 
 @pytest.fixture
-def fake_cli(monkeypatch):
+def fake_cli(fake_open):
     """The CLI with the fake embedder behind KnowledgeIndex.open."""
     from click.testing import CliRunner
 
-    original = KnowledgeIndex.open.__func__
-    monkeypatch.setattr(KnowledgeIndex, "open", classmethod(lambda cls, path, embedder=None, settings=None, **options:
-                                                            original(cls, path, FakeEmbedder(), settings)))
     return CliRunner()
 
 

@@ -45,14 +45,11 @@ def test_pythagoras_finds_the_sanheiho_rule_first_only_with_the_thesaurus(index_
     assert _top(index_dir, "ピタゴラスの定理", expand_thesaurus=False)[0] == "tip-triples"
 
 
-def test_a_site_thesaurus_extends_the_shipped_one_through_the_setting(index_dir, tmp_path, monkeypatch):
+def test_a_site_thesaurus_extends_the_shipped_one_through_the_setting(index_dir, tmp_path, monkeypatch, fake_open):
     extra = tmp_path / "mine.yml"
     extra.write_text("きょり: [道のり]\n", encoding="utf-8")
     assert thesaurus_terms("きょりの求め方", extra) == ["道のり"]
     monkeypatch.setenv("KB_THESAURUS", str(extra))
-    original = KnowledgeIndex.open.__func__
-    monkeypatch.setattr(KnowledgeIndex, "open", classmethod(
-        lambda cls, path, embedder=None, settings=None, **options: original(cls, path, FakeEmbedder(), settings)))
     result = CliRunner().invoke(main, ["search", "きょりの求め方", "--index", str(index_dir), "--mode", "lexical",
                                        "--format", "json"])
     assert result.exit_code == 0, result.output
