@@ -18,9 +18,11 @@ import sqlite3
 from pathlib import Path
 from typing import Callable
 
+from .keyed_sqlite import open_keyed, select_keys
+
 log = logging.getLogger("knowledge_build.lexical")
 FILE_NAME = "tokens.sqlite"
-_BATCH = 500  # bound parameters per query, well under SQLite's limit
+_COLUMNS = ("tokens", "analyzer", "text_hash", "fields")  # table, recipe, key, value
 Tokens = dict[str, list[str]]
 
 
@@ -33,15 +35,7 @@ class TokenCache:
         self.path = Path(path)
         self._db: sqlite3.Connection | None = None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS tokens ("
-                " analyzer TEXT NOT NULL, text_hash TEXT NOT NULL, fields TEXT NOT NULL,"
-                " PRIMARY KEY (analyzer, text_hash))"
-            )
-            self._db.commit()
+            self._db = open_keyed(self.path, *_COLUMNS[:3], "fields TEXT")
         except (OSError, sqlite3.Error) as exc:
             self._give_up(exc)
 
@@ -50,19 +44,11 @@ class TokenCache:
         found: dict[str, Tokens] = {}
         if self._db is None:
             return found
-        unique = sorted(set(keys))
         try:
-            for start in range(0, len(unique), _BATCH):
-                part = unique[start:start + _BATCH]
-                marks = ",".join("?" * len(part))
-                rows = self._db.execute(
-                    f"SELECT text_hash, fields FROM tokens WHERE analyzer = ? AND text_hash IN ({marks})",
-                    [analyzer, *part],
-                )
-                for key, blob in rows:
-                    tokens = _decode(blob, fields)
-                    if tokens is not None:  # an unreadable entry is a miss: analysed again, rewritten
-                        found[key] = tokens
+            for key, blob in select_keys(self._db, *_COLUMNS, analyzer, keys):
+                tokens = _decode(blob, fields)
+                if tokens is not None:  # an unreadable entry is a miss: analysed again, rewritten
+                    found[key] = tokens
         except sqlite3.Error as exc:
             self._give_up(exc)
         return found

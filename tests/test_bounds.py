@@ -9,7 +9,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from knowledge_build import KnowledgeIndex, NoteStore, QueryTooLong, build, load_config, read_artifacts
+from knowledge_build import KnowledgeIndex, NoteStore, QueryTooLong, read_artifacts
 from knowledge_build.artifacts import decode
 from knowledge_build.cli import main
 from knowledge_build.errors import ContentTooLarge, TooManyChunks
@@ -20,14 +20,6 @@ from knowledge_build.text_ja import analyze, pieces
 from .conftest import ROOT, SITE, FakeEmbedder
 
 HOSTILE_QUERIES = ["x -- y", "2--3", "i--", "--", "---", '""', "''", "!!!", "、。", "-", "\x00", "x\x00y", "()[]{}"]
-
-
-@pytest.fixture(scope="module")
-def fake_index_dir(tmp_path_factory):
-    base = tmp_path_factory.mktemp("bounds")
-    site = base / "site"
-    shutil.copytree(SITE, site, ignore=shutil.ignore_patterns("_site", ".jekyll-cache", ".knowledge-cache"))
-    return build(load_config(site=site, cache_dir=base / "cache", env={}), embedder=FakeEmbedder()).output
 
 
 @pytest.fixture

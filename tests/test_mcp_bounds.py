@@ -6,7 +6,6 @@ import contextlib
 import http.client
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -19,23 +18,15 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
 
-from knowledge_build import KnowledgeIndex, NoteStore, SearchService, build, load_config
+from knowledge_build import KnowledgeIndex, NoteStore, SearchService
 from knowledge_build.cli import main
 from knowledge_build.mcp_server import create_server
 
-from .conftest import ROOT, SITE, FakeEmbedder
+from .conftest import ROOT, FakeEmbedder
 
 FAKE_CLI = str(ROOT / "tests" / "fake_cli.py")
 # How long a server may take to start or to stop after SIGTERM; generous, for loaded machines.
 TIMEOUT = float(os.environ.get("KB_TEST_TIMEOUT", "60"))
-
-
-@pytest.fixture(scope="module")
-def fake_index_dir(tmp_path_factory):
-    base = tmp_path_factory.mktemp("mcp-bounds")
-    site = base / "site"
-    shutil.copytree(SITE, site, ignore=shutil.ignore_patterns("_site", ".jekyll-cache", ".knowledge-cache"))
-    return build(load_config(site=site, cache_dir=base / "cache", env={}), embedder=FakeEmbedder()).output
 
 
 async def _call(client, tool, **arguments):
