@@ -115,12 +115,19 @@ def _config_text(site: Site, doc: YamlDocument, key: str) -> str:
 _LEARNS_FIX = "write it as `material:\\n  anchor:\\n    - item`"
 
 
+def _data_file(site: Site, path: Path, rule: str):
+    """A `_data/*.yml` file that exists and holds something; None otherwise (a syntax error is
+    already a diagnostic on its line)."""
+    if not path.is_file():
+        return None
+    doc = _load_yaml(site, path, rule)
+    return None if doc is None or doc.data is None else doc
+
+
 def _read_learns(site: Site, path: Path) -> dict:
     """material -> anchor -> items; entries of another shape are errors on their line and left out."""
-    if not path.is_file():
-        return {}
-    doc = _load_yaml(site, path, "learns-yaml")
-    if doc is None or doc.data is None:
+    doc = _data_file(site, path, "learns-yaml")
+    if doc is None:
         return {}
     if not isinstance(doc.data, dict):
         _shape_error(site, doc, (), "learns-yaml", "_data/learns.yml must map material -> anchor -> list of items",
@@ -149,10 +156,8 @@ _CATEGORIES_FIX = "write each category as `- id: geometry` with a `name:` line h
 def _read_categories(site: Site, path: Path) -> dict[str, str]:
     """id -> name from a list of {id, name} (Jekyll's usual shape); other entries are errors on
     their line and left out (filters then accept the id only)."""
-    if not path.is_file():
-        return {}
-    doc = _load_yaml(site, path, "categories-yaml")
-    if doc is None or doc.data is None:
+    doc = _data_file(site, path, "categories-yaml")
+    if doc is None:
         return {}
     if not isinstance(doc.data, list):
         _shape_error(site, doc, (), "categories-yaml", "_data/categories.yml must be a list of categories",
