@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .errors import ArtifactWriteFailed, NonFiniteVectors, OutputNotArtifactSet
+from .errors import ArtifactWriteFailed, LatestNotWritten, NonFiniteVectors, OutputNotArtifactSet
 from .fsutil import atomic_write, fsync_dir, only_owned, pid_alive, remove_owned, swap_in, write_files
 
 SCHEMA_VERSION = 1
@@ -209,8 +209,11 @@ def write_latest(out_dir: Path, artifacts: ArtifactSet) -> Path | None:
     if out_dir.name != f"v{SCHEMA_VERSION}":
         return None
     latest = out_dir.parent / LATEST
-    atomic_write(latest, dumps({"schema_version": SCHEMA_VERSION, "build_id": artifacts.build_id,
-                                "path": f"{out_dir.name}/", "manifest": f"{out_dir.name}/{MANIFEST}"}))
+    try:
+        atomic_write(latest, dumps({"schema_version": SCHEMA_VERSION, "build_id": artifacts.build_id,
+                                    "path": f"{out_dir.name}/", "manifest": f"{out_dir.name}/{MANIFEST}"}))
+    except OSError as exc:
+        raise LatestNotWritten(latest, exc.strerror or exc) from exc
     return latest
 
 

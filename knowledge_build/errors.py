@@ -226,12 +226,11 @@ class TooManyChunks(InputTooLarge):
         )
 
 
-class OutputNotWritable(KnowledgeBuildError):
+class LatestNotWritten(KnowledgeBuildError):
     def __init__(self, path, reason):
         super().__init__(
-            f"cannot write the artifact set to '{path}' ({reason}); nothing was written and the previous "
-            "set, if any, is untouched. Fix: pass --output a directory you can write (its parent may "
-            "not exist yet), or fix the permissions; the embedded vectors are cached for the next run."
+            f"the artifact set is in place, but '{path}' cannot be written ({reason}); it still names the "
+            "previous build. Fix: make its directory writable and build again (nothing is embedded again)."
         )
 
 

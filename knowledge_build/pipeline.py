@@ -15,7 +15,7 @@ from .diagnostics import Diagnostic, has_errors
 from .embed import describe, get_embedder
 from .embed.cache import VectorCache
 from .embed.runner import EmbedStats, embed_with_cache
-from .errors import BuildFailed, ConfigError, OutputNotWritable
+from .errors import BuildFailed, ConfigError
 from .learns_gen import load_generated, old_generated_learns
 from .lexical_cache import FILE_NAME as TOKENS_FILE
 from .lexical_cache import TokenCache, analyze_cached
@@ -88,12 +88,8 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
     artifacts = assemble(chunks, vectors, lexical, ANALYZER, describe(embedder),
                          {"url": site.url, "baseurl": site.baseurl,
                           **({"categories": site.categories} if site.categories else {})})
-    try:
-        write_artifacts(artifacts, output)
-        write_latest(output, artifacts)
-    except OSError as exc:  # a parent that is a file, a read-only disk, a full disk
-        reason = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
-        raise OutputNotWritable(output, reason) from exc
+    write_artifacts(artifacts, output)  # ArtifactWriteFailed (previous set untouched) on any OS error
+    write_latest(output, artifacts)
     return BuildResult(output, artifacts, chunks, extraction.diagnostics, stats,
                        time.perf_counter() - started)
 

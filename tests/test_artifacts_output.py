@@ -279,3 +279,16 @@ def test_nan_cosines_from_a_dense_source_become_zero_similarity(built):
     results = index.search("二次方程式", k=3, dense_source=lambda qvec, filters: {0: float("nan"), 1: 0.5})
     json.dumps([r.to_dict() for r in results], allow_nan=False)
     assert all(np.isfinite(r.similarity) and np.isfinite(r.score) for r in results)
+
+
+def test_a_latest_json_that_cannot_be_written_is_one_error_saying_the_set_is_in_place(built, site_dir, monkeypatch):
+    from knowledge_build.errors import LatestNotWritten
+
+    def refused(path, data):
+        raise PermissionError(13, "Permission denied", str(path))
+    monkeypatch.setattr(artifacts_module, "atomic_write", refused)
+    _edit_a_box(site_dir)
+    with pytest.raises(LatestNotWritten, match=r"the artifact set is in place, but '.*latest\.json' cannot be "
+                                               r"written \(Permission denied\); it still names the previous build"):
+        build(_config(site_dir), embedder=FakeEmbedder())
+    assert verify_set(built.output, FakeEmbedder()).build_id != built.artifacts.build_id
