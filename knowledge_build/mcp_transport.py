@@ -39,6 +39,9 @@ def security_settings(host: str, allowed_hosts: tuple[str, ...]):
     if not allowed_hosts and not is_loopback(host):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     hosts = list(allowed_hosts) or ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    # `NAME:*` means any port, the default one too: a client on port 80/443 sends `Host: NAME`
+    # without a port, which the SDK's `:*` pattern alone does not match.
+    hosts += [h[:-2] for h in hosts if h.endswith(":*") and h[:-2] not in hosts]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                                      allowed_origins=[f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")])
 

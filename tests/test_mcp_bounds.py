@@ -265,3 +265,18 @@ def test_stdio_server_stops_on_sigterm_during_a_long_import(fake_index_dir, tmp_
             process.kill()
     store = NoteStore(FakeEmbedder(), tmp_path / "notes.sqlite")
     assert store._sql("select count(*) from knowledge_documents").fetchone()[0] == 0
+
+
+def test_allowed_host_with_any_port_accepts_every_port_and_the_default_one(fake_index_dir, tmp_path):
+    process, base = _start_http(fake_index_dir, tmp_path, "--allowed-host", "kb.example.org:*")
+    try:
+        for host in ("kb.example.org", "kb.example.org:8443"):
+            assert _post(base + "/mcp", {"Host": host})[0] not in (401, 403, 421), host
+            for origin in ("https://kb.example.org", "http://kb.example.org:8080"):
+                assert _post(base + "/mcp", {"Host": host, "Origin": origin})[0] not in (403, 421), (host, origin)
+        assert _post(base + "/mcp", {"Host": "kb.example.org.evil.example"})[0] == 421
+        assert _post(base + "/mcp", {"Host": "evil.example:8443"})[0] == 421
+        assert _post(base + "/mcp", {"Host": "kb.example.org", "Origin": "https://evil.example"})[0] == 403
+    finally:
+        process.terminate()
+        process.wait(timeout=TIMEOUT)
