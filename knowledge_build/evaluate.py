@@ -95,6 +95,11 @@ def _parse_line(line: str) -> tuple[LabelledQuery | None, tuple[str, str] | None
     if not isinstance(query, str) or not query.strip():
         return None, (f"query must be a non-empty string, not {json.dumps(query, ensure_ascii=False)}",
                       "write the question a user would ask")
+    from .search import MAX_QUERY_CHARS
+
+    if len(query.strip()) > MAX_QUERY_CHARS:
+        return None, (f"query is {len(query.strip()):,} characters; search takes at most {MAX_QUERY_CHARS:,}",
+                      "shorten the query to the question a user would ask")
     if not isinstance(relevant, list) or not relevant:
         return None, (f"relevant must be a non-empty list of chunk ids, not {json.dumps(relevant, ensure_ascii=False)}"
                       " (a query without a relevant chunk cannot be scored)",

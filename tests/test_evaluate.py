@@ -42,6 +42,8 @@ BAD_LINES = {
     '["qid", "query"]': "expected a JSON object with qid, query, relevant and kind, found list",
     '{"qid": "9", "query": "a", ': "the line is not JSON",
     '{"qid": "1", "query": "b", "relevant": ["x#rule-b"]}': "qid '1' is used again (first on line 1)",
+    '{"qid": "11", "query": "%s", "relevant": ["x#rule-a"]}' % ("あ" * 2001):
+        "query is 2,001 characters; search takes at most 2,000",
 }
 
 
