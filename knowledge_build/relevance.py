@@ -6,10 +6,11 @@ queries"). Two pieces of evidence are combined instead, both independent of the 
 (which moves with every ranking change):
 
 - the result's dense cosine, against a centre measured on the shipped model;
-- its lexical coverage: the share of the query's tokens (idf-weighted; a token the site never
-  uses counts with the highest idf) that the chunk contains, in the field where it is highest
-  (lemma, reading or kana bigrams), so that kana-only, romaji and English queries that the dense
-  model reads poorly still count.
+- its lexical coverage: the chunk's BM25 score for the query's distinct tokens (each capped at the
+  token's idf) over the idf the query could reach (a token the site never uses counts with the
+  highest idf), in the field where it is highest (lemma, reading or kana bigrams), so that
+  kana-only, romaji and English queries that the dense model reads poorly still count. BM25
+  saturates: a chunk holding each token once in a chunk of average length reaches about 0.4.
 
 A result's own evidence is a logistic of both; its relevance is the mean of that and the best
 evidence among the query's first few candidates, so an off-topic query marks every result low and
@@ -29,8 +30,8 @@ def idf(df: int, n_docs: int) -> float:
 
 
 def lexical_coverage(models: dict, fields: dict[str, list[str]], rows: list[int], n_docs: int) -> np.ndarray:
-    """Per row: the highest, over fields, idf-weighted share of the query's distinct tokens the row's
-    chunk contains (a token's share is capped at its idf, so repeating it in a chunk does not help)."""
+    """Per row: the highest, over fields, of the chunk's BM25 score for the query's distinct tokens
+    (each capped at the token's idf) over the sum of those tokens' idfs."""
     best = np.zeros(len(rows))
     where = {row: i for i, row in enumerate(rows)}
     for name, tokens in fields.items():
