@@ -164,7 +164,7 @@ class KnowledgeIndex:
         if mode in ("hybrid", "dense"):
             channels["dense"] = dense if dense is not None else self._dense_scores(qvec, allowed)
         if mode in ("hybrid", "lexical"):
-            channels["lexical"] = self._lexical_scores(fields, allowed)
+            channels["lexical"] = self._lexical_scores(query, allowed, fields)
         fused = fuse(channels, self.settings)
         if filters.get("type") is None:
             weights = type_weights(query, self.settings)
@@ -221,9 +221,11 @@ class KnowledgeIndex:
         synonyms = thesaurus_terms(query, settings.thesaurus_file) if settings.expand_thesaurus else []
         return analyze_query(query, english, romaji=settings.expand_romaji, synonyms=synonyms)
 
-    def _lexical_scores(self, fields: dict[str, list[str]], allowed) -> dict[int, float]:
-        """Weighted BM25 of the top candidates (score > 0), by row."""
+    def _lexical_scores(self, query: str, allowed, fields: dict[str, list[str]] | None = None) -> dict[int, float]:
+        """Weighted BM25 of the top candidates (score > 0), by row (`fields`: the query's tokens, when
+        already analysed)."""
         settings = self.settings
+        fields = self._query_fields(query) if fields is None else fields
         scores = field_scores(self._bm25, fields, settings.field_weights, len(self.chunks))
         if allowed is not None:
             scores = np.where(allowed, scores, 0.0)
