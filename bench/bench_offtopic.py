@@ -1,65 +1,68 @@
-"""Off-topic queries versus on-topic ones: the top result's similarity and score, and what a
-similarity threshold would keep or drop (docs/retrieval.md, "Off-topic queries").
+"""Off-topic queries versus on-topic ones: how often the calibrated relevance says "nothing
+relevant" for the former and "relevant" for the correct answers of the latter, at the shipped
+threshold and around it (docs/retrieval.md, "Off-topic queries and relevance").
 
     knowledge-build build --site ../shared/corpus/school_asset --output /tmp/corpus/v1
-    python bench/bench_offtopic.py /tmp/corpus/v1 data/eval/offtopic_queries.jsonl \\
-        ../shared/eval/dev_queries.jsonl data/eval/corpus_queries.jsonl
+    python bench/bench_offtopic.py /tmp/corpus/v1 --offtopic data/eval/offtopic_queries.jsonl \\
+        data/eval/offtopic_heldout.jsonl --datasets ../shared/eval/dev_queries.jsonl data/eval/corpus_queries.jsonl
 
-The off-topic file holds {"qid", "query"} lines (nothing is relevant, so it is no eval dataset);
-each further file is an eval dataset whose correct top-1 answers are the on-topic side.
+An off-topic file holds {"qid", "query"} lines (nothing is relevant, so it is no eval dataset): a
+query counts as rejected when none of its top 5 results is relevant. A dataset is an eval dataset:
+each labelled answer found in the top 5 counts as kept when it is marked relevant.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 from pathlib import Path
 
-THRESHOLDS = (0.78, 0.80, 0.81, 0.82, 0.83, 0.84, 0.85, 0.86, 0.87, 0.88)
+THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)
+K = 5
 
 
 def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _spread(values: list[float]) -> str:
-    return f"{min(values):.3f} / {statistics.median(values):.3f} / {max(values):.3f} (n={len(values)})"
+def best_relevance(index, path: Path) -> list[float]:
+    """Per off-topic query: the highest relevance among its top K results."""
+    return [max((r.relevance for r in index.search(item["query"], k=K)), default=0.0) for item in _lines(path)]
 
 
-def top_results(index, path: Path, labelled: bool) -> list[dict]:
-    rows = []
+def answer_relevance(index, path: Path) -> tuple[list[float], list[float]]:
+    """Relevance of every labelled answer found in the top K, and of correct top-1 answers."""
+    found, first = [], []
     for item in _lines(path):
-        top = index.search(item["query"], k=1)[0]
-        ok = top.id in item["relevant"] if labelled else False
-        rows.append({"qid": item["qid"], "similarity": top.similarity, "score": top.score, "correct": ok})
-    return rows
+        results = index.search(item["query"], k=K)
+        found += [r.relevance for r in results if r.id in item["relevant"]]
+        if results and results[0].id in item["relevant"]:
+            first.append(results[0].relevance)
+    return found, first
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("index", type=Path)
-    parser.add_argument("offtopic", type=Path)
-    parser.add_argument("datasets", type=Path, nargs="+")
+    parser.add_argument("--offtopic", type=Path, nargs="+", required=True)
+    parser.add_argument("--datasets", type=Path, nargs="+", default=[])
     args = parser.parse_args()
 
     from knowledge_build import KnowledgeIndex
 
     index = KnowledgeIndex.open(args.index)
-    off = top_results(index, args.offtopic, labelled=False)
-    sets = {path.stem: top_results(index, path, labelled=True) for path in args.datasets}
-    print("| set | similarity min / median / max | score min / median / max |\n|---|---|---|")
-    print(f"| off-topic | {_spread([r['similarity'] for r in off])} | {_spread([r['score'] for r in off])} |")
-    for name, rows in sets.items():
-        right = [r for r in rows if r["correct"]]
-        print(f"| {name}, correct top-1 | {_spread([r['similarity'] for r in right])} | "
-              f"{_spread([r['score'] for r in right])} |")
-    print("\n| similarity >= | off-topic dropped | " + " | ".join(f"{n} correct kept" for n in sets) + " |")
-    print("|---|---|" + "---|" * len(sets))
+    off = {p.stem: best_relevance(index, p) for p in args.offtopic}
+    on = {p.stem: answer_relevance(index, p) for p in args.datasets}
+    head = [f"{n}: off-topic rejected" for n in off] + [f"{n}: answers in top {K} kept" for n in on] + \
+        [f"{n}: correct top-1 kept" for n in on]
+    print("| relevance >= | " + " | ".join(head) + " |\n|---|" + "---|" * len(head))
     for t in THRESHOLDS:
-        kept = [f"{sum(r['correct'] and r['similarity'] >= t for r in rows)}/{sum(r['correct'] for r in rows)}"
-                for rows in sets.values()]
-        print(f"| {t:.2f} | {sum(r['similarity'] < t for r in off)}/{len(off)} | " + " | ".join(kept) + " |")
+        cells = [f"{sum(v < t for v in vals)}/{len(vals)} ({sum(v < t for v in vals) / len(vals):.1%})"
+                 for vals in off.values()]
+        for part in (0, 1):
+            cells += [f"{sum(v >= t for v in vals[part])}/{len(vals[part])} "
+                      f"({sum(v >= t for v in vals[part]) / max(1, len(vals[part])):.1%})" for vals in on.values()]
+        print(f"| {t:.1f} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

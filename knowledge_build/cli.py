@@ -111,33 +111,52 @@ def _build_summary(result) -> dict:
 @click.option("--mode", type=click.Choice(["hybrid", "dense", "lexical"]), default="hybrid", show_default=True)
 @click.option("--min-similarity", type=click.FloatRange(0, 1), callback=lambda ctx, param, value: _not_nan(value),
               help="Drop results whose dense cosine is lower.")
+@click.option("--min-relevance", type=click.FloatRange(0, 1), callback=lambda ctx, param, value: _not_nan(value),
+              help="Drop results whose calibrated relevance is lower (0.5: those marked relevant); "
+              "an off-topic query then prints 'No relevant results.'")
 @click.option("--queries", type=click.File("r", encoding="utf-8"),
               help='JSON Lines file of {"qid", "query"}: prints one JSON result line per query.')
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @DATABASE_OPTION
 @_fail_on_library_errors
-def search(query, index_dir, site, k, type_, category, material, level, mode, min_similarity, queries, fmt,
-           database_url):
+def search(query, index_dir, site, k, type_, category, material, level, mode, min_similarity, min_relevance,
+           queries, fmt, database_url):
     """Search the knowledge chunks of an artifact set (the database first when one is configured)."""
     if not query and queries is None:
         raise click.UsageError("give a QUERY, or --queries FILE.jsonl")
     index = kb.open_search(kb.load_config(site=site, index=index_dir, database_url=database_url))
     filters = dict(k=k, type=type_, category=category, material=material, level=level, mode=mode,
-                   min_similarity=min_similarity)
+                   min_similarity=min_similarity, min_relevance=min_relevance)
     if queries is not None:
         for number, line in enumerate(queries, start=1):
             if line.strip():
                 item = _query_line(line, number)
                 results = index.search(item["query"], **filters)
                 click.echo(json.dumps({"qid": item.get("qid"), "query": item["query"],
+                                       "relevant": any(r.relevant for r in results),
                                        "results": [r.to_dict() for r in results]}, ensure_ascii=False))
         return
     results = index.search(query, **filters)
+    best = _best_relevance(index, query, results, filters) if min_relevance is not None and not results else None
     if fmt == "json":
-        click.echo(json.dumps({"query": query, "results": [r.to_dict() for r in results]},
-                              ensure_ascii=False, indent=2))
+        answer = {"query": query, "relevant": any(r.relevant for r in results),
+                  "results": [r.to_dict() for r in results]}
+        if best is not None:
+            answer["best_relevance"] = best
+        click.echo(json.dumps(answer, ensure_ascii=False, indent=2))
+        return
+    if best is not None:
+        click.echo(f"No relevant results. (best relevance {best:.3f}, below --min-relevance {min_relevance:g})")
         return
     _print_table(results)
+
+
+def _best_relevance(index, query: str, results, filters: dict) -> float | None:
+    """When --min-relevance left nothing: the best relevance the query reached, to say how far off it was."""
+    if results:
+        return None
+    found = index.search(query, **{**filters, "k": 1, "min_relevance": None})
+    return found[0].relevance if found else None
 
 
 def _query_line(line: str, number: int) -> dict:
@@ -162,8 +181,9 @@ def _print_table(results) -> None:
         return
     for rank, r in enumerate(results, start=1):
         # Titles, urls and learns come from the site's HTML: shown inert (no terminal control characters).
-        click.echo(f"{rank:>2}. {printable(r.title)}  [{r.type}]  similarity {r.similarity:.3f}  "
-                   f"score {r.score:.4f}  ({r.source})")
+        mark = "" if r.relevant else "  (not relevant)"
+        click.echo(f"{rank:>2}. {printable(r.title)}  [{r.type}]  relevance {r.relevance:.3f}{mark}  "
+                   f"similarity {r.similarity:.3f}  score {r.score:.4f}  ({r.source})")
         click.echo(f"    {printable(r.url)}")
         if r.locations:
             click.echo(f"    also at: {printable(', '.join(loc['url'] for loc in r.locations))}")

@@ -35,25 +35,31 @@ def create_server(service, notes):
 
     @server.tool()
     def search_knowledge(query: str, top_k: int = 5, type: str | None = None, category: str | None = None,
-                         material: str | None = None, level: str | None = None):
+                         material: str | None = None, level: str | None = None, min_relevance: float | None = None):
         """Find the knowledge boxes that answer a question (Japanese, kana, romaji or English).
 
         Returns results best first with url (a link to the exact box, from the site root),
         absolute_url (the same on the site's host, when known), title, learns (what the student
-        learns there), excerpt, similarity (0-1), type (rule, method, definition, example, tip),
-        source (database or artifacts) and locations (other pages teaching the same concept).
+        learns there), excerpt, similarity (0-1), relevance (calibrated 0-1) and relevant (true
+        when relevance >= 0.5), type (rule, method, definition, example, tip), source (database
+        or artifacts) and locations (other pages teaching the same concept). Top-level `relevant`
+        is false when no result is relevant: the site has nothing on the question, do not cite
+        these results. min_relevance (0-1, e.g. 0.5) drops results below it.
         Filters: type, category (id or the site's name, e.g. equations), material (page name or
         title), level (基礎, 標準, 発展). A filter value the site does not have is an error naming
         the values it has.
         """
         if not query or not query.strip():
             return _error("query is required")
+        if min_relevance is not None and not 0 <= min_relevance <= 1:
+            return _error("min_relevance must be between 0 and 1")
         try:
             results = service.search(query, k=_top_k(top_k), type=type, category=category, material=material,
-                                     level=level)
+                                     level=level, min_relevance=min_relevance)
         except (kb.InputTooLarge, kb.UnknownFilterValue) as exc:
             return _error(str(exc))
-        return _ok({"results": [r.to_dict() for r in results], "total": len(results)})
+        return _ok({"results": [r.to_dict() for r in results], "total": len(results),
+                    "relevant": any(r.relevant for r in results)})
 
     @server.tool()
     def get_chunk_by_id(id: str):

@@ -40,6 +40,17 @@ class SearchSettings:
     expand_thesaurus: bool = True
     thesaurus_file: object = None  # a Path of the site's extra thesaurus, or None
     min_similarity: float | None = None  # drop results whose dense cosine is lower (off by default)
+    # Relevance (relevance.py): logistic of the dense cosine and the lexical coverage, centred where
+    # off-topic questions and correct answers part on the shipped model (multilingual-e5-small);
+    # chosen on data/eval/offtopic_queries.jsonl + corpus_queries.jsonl, checked on the held-out
+    # off-topic file and the dev set (docs/retrieval.md). Another embedder needs its own centre.
+    relevance_cosine_centre: float = 0.84
+    relevance_cosine_slope: float = 50.0
+    relevance_coverage_centre: float = 0.30
+    relevance_coverage_slope: float = 10.0
+    relevance_window: int = 5  # the query's relevance is its best evidence among this many candidates
+    relevance_threshold: float = 0.5  # `relevant` is relevance >= this
+    min_relevance: float | None = None  # drop results whose relevance is lower (off by default)
 
 
 def fuse(channels: dict[str, dict[int, float]], settings: SearchSettings) -> dict[int, float]:

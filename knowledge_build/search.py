@@ -1,13 +1,14 @@
 """`KnowledgeIndex`: answers queries from a verified artifact set.
 
 Dense ranks (FAISS inner product over L2-normalised vectors) and lexical ranks (BM25 per
-Japanese field, weighted) are fused with reciprocal rank fusion (see ranking.py).
+Japanese field, weighted) are fused (see ranking.py); each result carries a calibrated
+`relevance` (see relevance.py).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from .chunks import Chunk
 from .errors import ChunkNotFound, KnowledgeBuildError, QueryEmbeddingFailed, QueryTooLong
 from .filters import FilterVocabulary
 from .ranking import SearchSettings, fuse, type_weights
+from .relevance import lexical_coverage, relevances
 from .thesaurus import thesaurus_terms
 from .text_ja import analyze_query, concept_key, nfkc
 from .verify import verify_set
@@ -46,6 +48,11 @@ class SearchResult:
     # `url` on the site's host (manifest site.url + url, percent-encoded); None when the build did
     # not know the site's URL. `url` stays root-relative: v1 promises existing fields keep their meaning.
     absolute_url: str | None = None
+    # Calibrated 0..1: how likely this result answers the query at all (relevance.py);
+    # `relevant` is relevance >= SearchSettings.relevance_threshold. All results of an
+    # off-topic query are `relevant: false`.
+    relevance: float = 0.0
+    relevant: bool = False
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -113,9 +120,11 @@ class KnowledgeIndex:
         return join_site_url(self.site_url, url)
 
     def search(self, query: str, k: int = 5, type=None, category=None, material=None, level=None,
-               mode: str = "hybrid", min_similarity: float | None = None, dense_source=None) -> list[SearchResult]:
+               mode: str = "hybrid", min_similarity: float | None = None, dense_source=None,
+               min_relevance: float | None = None) -> list[SearchResult]:
         """Best `k` results. `dense_source(qvec, filters)` may supply the dense ranking ({row: cosine})
-        from another store (the database); None from it means: use the local FAISS index."""
+        from another store (the database); None from it means: use the local FAISS index.
+        `min_relevance` drops results whose relevance is lower (an off-topic query then gets [])."""
         if mode not in MODES:
             raise KnowledgeBuildError(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}.")
         query = check_query(query)
@@ -127,7 +136,7 @@ class KnowledgeIndex:
             mode = "lexical"
         dense = dense_source(qvec, filters) if dense_source is not None and mode != "lexical" else None
         source = "database" if dense is not None else "artifacts"
-        return self.rank(query, qvec, k, filters, mode, min_similarity, dense, source)
+        return self.rank(query, qvec, k, filters, mode, min_similarity, dense, source, min_relevance)
 
     def embed_query(self, query: str) -> np.ndarray | None:
         """The query's vector, or None when the embedder cannot be reached (search then degrades
@@ -144,32 +153,47 @@ class KnowledgeIndex:
 
     def rank(self, query: str, qvec: np.ndarray, k: int, filters: dict, mode: str = "hybrid",
              min_similarity: float | None = None, dense: dict[int, float] | None = None,
-             source: str = "artifacts") -> list[SearchResult]:
+             source: str = "artifacts", min_relevance: float | None = None) -> list[SearchResult]:
         """Fuse the channels for one embedded query. `dense` ({row: cosine}) replaces the local
         FAISS ranking when another store (the database) supplied it."""
         allowed = self._allowed(**filters)
         if allowed is not None and not allowed.any():
             return []
+        fields = self._query_fields(query)
         channels = {}
         if mode in ("hybrid", "dense"):
             channels["dense"] = dense if dense is not None else self._dense_scores(qvec, allowed)
         if mode in ("hybrid", "lexical"):
-            channels["lexical"] = self._lexical_scores(query, allowed)
+            channels["lexical"] = self._lexical_scores(query, allowed, fields)
         fused = fuse(channels, self.settings)
         if filters.get("type") is None:
             weights = type_weights(query, self.settings)
             fused = {row: score * weights.get(self.chunks[row].type, 1.0) for row, score in fused.items()}
         ordered = sorted(fused.items(), key=lambda item: (-item[1], self.chunks[item[0]].id))
-        threshold = self.settings.min_similarity if min_similarity is None else min_similarity
-        cosines = channels.get("dense", {})
+        similar = self.settings.min_similarity if min_similarity is None else min_similarity
+        relevant = self.settings.min_relevance if min_relevance is None else min_relevance
         results = []
-        for row, score in ordered:
-            result = self._result(row, score, qvec, cosines.get(row), source)
-            if threshold is None or result.similarity >= threshold:
+        for result in self._results(ordered, qvec, channels.get("dense", {}), fields, source):
+            if (similar is None or result.similarity >= similar) and (relevant is None or result.relevance >= relevant):
                 results.append(result)
             if len(results) == k:
                 break
         return results
+
+    def _results(self, ordered, qvec, cosines: dict, fields: dict, source: str):
+        """Results in ranked order with their relevance; computed a window at a time (the first
+        window holds the candidates the query's relevance is judged on)."""
+        window = max(1, self.settings.relevance_window)
+        query_best = None
+        for start in range(0, len(ordered), max(window, 20)):
+            batch = [self._result(row, score, qvec, cosines.get(row), source)
+                     for row, score in ordered[start:start + max(window, 20)]]
+            coverage = lexical_coverage(self._bm25, fields, [r for r, _ in ordered[start:start + len(batch)]],
+                                        len(self.chunks))
+            sims = [r.similarity if qvec is not None else None for r in batch]
+            scores, query_best = relevances(sims, coverage, self.settings, query_best)
+            cut = self.settings.relevance_threshold
+            yield from (replace(r, relevance=v, relevant=v >= cut) for r, v in zip(batch, scores))
 
     def row_of(self, chunk_id: str) -> int | None:
         return self._by_id.get(chunk_id)
@@ -190,12 +214,18 @@ class KnowledgeIndex:
         scores, rows = self._index.search(qvec.reshape(1, -1), n, params=params)
         return {int(r): float(s) for s, r in zip(scores[0], rows[0]) if r >= 0}
 
-    def _lexical_scores(self, query: str, allowed) -> dict[int, float]:
-        """Weighted BM25 of the top candidates (score > 0), by row."""
+    def _query_fields(self, query: str) -> dict[str, list[str]]:
+        """The query's lexical tokens by field, with its expansions (romaji, English, thesaurus)."""
         settings = self.settings
         english = _english_terms() if settings.expand_english else {}
         synonyms = thesaurus_terms(query, settings.thesaurus_file) if settings.expand_thesaurus else []
-        fields = analyze_query(query, english, romaji=settings.expand_romaji, synonyms=synonyms)
+        return analyze_query(query, english, romaji=settings.expand_romaji, synonyms=synonyms)
+
+    def _lexical_scores(self, query: str, allowed, fields: dict[str, list[str]] | None = None) -> dict[int, float]:
+        """Weighted BM25 of the top candidates (score > 0), by row (`fields`: the query's tokens, when
+        already analysed)."""
+        settings = self.settings
+        fields = self._query_fields(query) if fields is None else fields
         scores = field_scores(self._bm25, fields, settings.field_weights, len(self.chunks))
         if allowed is not None:
             scores = np.where(allowed, scores, 0.0)

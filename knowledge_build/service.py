@@ -142,11 +142,13 @@ class SearchService:
         return cls(KnowledgeIndex.open(index_dir), database_url, **options)
 
     def search(self, query: str, k: int = 5, type=None, category=None, material=None, level=None,
-               mode: str = "hybrid", min_similarity: float | None = None) -> list[SearchResult]:
+               mode: str = "hybrid", min_similarity: float | None = None,
+               min_relevance: float | None = None) -> list[SearchResult]:
         def from_database(qvec, filters):
             return self._with_database("search", lambda conn: self._dense_rows(conn, qvec, filters))
 
-        return self.index.search(query, k, type, category, material, level, mode, min_similarity, from_database)
+        return self.index.search(query, k, type, category, material, level, mode, min_similarity, from_database,
+                                 min_relevance=min_relevance)
 
     def get(self, chunk_id: str) -> dict:
         """The full chunk as a dict, with `absolute_url` and `source`."""
