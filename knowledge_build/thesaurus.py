@@ -17,7 +17,8 @@ from .text_ja import normalize
 
 def load_thesaurus(extra: Path | None = None) -> dict[str, tuple[str, ...]]:
     """wording (normalised) -> textbook terms, the shipped list first, then the site's."""
-    from .yamlfile import load as load_yaml, load_file
+    from .yamlfile import load as load_yaml
+    from .yamlfile import load_file
 
     text = resources.files("knowledge_build.data").joinpath("thesaurus.yml").read_text(encoding="utf-8")
     entries = dict(_entries(load_yaml(text, "thesaurus.yml").data, "thesaurus.yml"))
