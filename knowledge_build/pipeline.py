@@ -21,7 +21,7 @@ from .lexical_cache import FILE_NAME as TOKENS_FILE
 from .lexical_cache import TokenCache, analyze_cached
 from .scan import Page, scan_page
 from .site import Site, find_pages, open_site
-from .text_ja import ANALYZER, FIELDS, analyze
+from .text_ja import ANALYZER, FIELDS, analyze_box, box_text
 
 
 @dataclass
@@ -59,14 +59,14 @@ def extract(config: Config) -> Extraction:
 
 
 def lexical_text(chunk: Chunk) -> str:
-    """What the lexical channel analyses (not the embedded text: no material title)."""
-    return f"{chunk.title}\n{' '.join(chunk.learns)}\n{chunk.content}"
+    """What the lexical channel analyses: page title, box title, learns, content (analyze_box)."""
+    return box_text(chunk.material_title, chunk.title, f"{' '.join(chunk.learns)}\n{chunk.content}")
 
 
 def lexical_fields(chunks: list[Chunk], cache: TokenCache | None = None) -> dict[str, list[list[str]]]:
     """Per field, per chunk (row i = chunk i), the tokens of title, learns and content.
     With a cache, only texts it has not seen under this ANALYZER are analysed."""
-    analyzed = analyze_cached([lexical_text(c) for c in chunks], analyze, ANALYZER, FIELDS, cache)
+    analyzed = analyze_cached([lexical_text(c) for c in chunks], analyze_box, ANALYZER, FIELDS, cache)
     return {name: [a[name] for a in analyzed] for name in FIELDS}
 
 

@@ -26,8 +26,10 @@ class SearchSettings:
     rrf_k: int = 60
     candidates: int = 100  # how deep each channel's ranking goes into the fusion
     channel_weights: dict = field(default_factory=lambda: {"dense": 1.0, "lexical": 1.5})
-    # BM25 fields: readings only help where lemmas differ; kana bigrams catch kana/romaji spellings.
-    field_weights: dict = field(default_factory=lambda: {"lemma": 1.0, "reading": 0.15, "kana2": 0.2})
+    # BM25 fields: readings only help where lemmas differ; kana bigrams catch kana/romaji spellings;
+    # page and heading (page + box title, each word once) favour a box whose titles cover the query.
+    field_weights: dict = field(default_factory=lambda: {"lemma": 1.0, "reading": 0.15, "kana2": 0.2,
+                                                         "page": 0.2, "heading": 0.2})
     # Examples illustrate a rule; a tutor links the rule itself first. Not applied when the
     # query or the type filter asks for examples.
     example_weight: float = 0.5

@@ -1,12 +1,18 @@
 """Japanese normalisation and tokens for the lexical channel.
 
-Three fields, each its own BM25 index at search time:
+Five fields, each its own BM25 index at search time:
 - lemma: NFKC, lower-cased ASCII, UniDic (unidic-lite via fugashi) lemmas, so that
   たすきがけ / たすき掛け / 襷掛け meet as one token; kanji numerals as digits (二次 = 2次).
 - reading: each word's kana reading. Weighed less: readings alone confuse いこう and 移項.
 - kana2: character bigrams of the running kana reading (particles included, broken at
   punctuation), so a query typed in kana or romaji (いっぺんとりょうはしのかく, タスキガケ,
   sankaku kansuu) matches however the tokenizer cut either side.
+- page: the distinct lemmas of the page (material) title; heading: of the page title and the box
+  title together. A query 「AのB」 names a topic A (often the page: 二次方程式の解き方, 一次関数) and an
+  aspect B (often the box: 傾きの意味); counted once each, these fields reward a box whose page and
+  title cover the query's words over one that repeats the topic in its text (一次関数とは).
+A box's text is analysed under its page title too (analyze_box): a box on 一次関数の基本 is about
+一次関数 even where its own text never says so.
 Queries are analysed the same way, plus expansions: romaji words in kana, and English school
 terms (from the glossary) in Japanese.
 """
@@ -17,8 +23,10 @@ import re
 import unicodedata
 from functools import lru_cache
 
-ANALYZER = "unidic-lite/lemma,reading,kana2/4"
-FIELDS = ("lemma", "reading", "kana2")
+ANALYZER = "unidic-lite/lemma,reading,kana2,page,heading/5"
+FIELDS = ("lemma", "reading", "kana2", "page", "heading")
+# The title fields are matched with the query's lemmas.
+_TITLE_FIELDS = ("page", "heading")
 _SKIP_POS = {"補助記号", "空白", "助詞", "助動詞"}
 _BREAK_POS = {"補助記号", "空白"}
 _COMPOUND_POS = {"名詞", "接尾辞"}
@@ -80,6 +88,27 @@ def _words(text: str):
     tagger = _tagger()
     for piece in pieces(text, MAX_PIECE_CHARS):
         yield from tagger(piece)
+
+
+def box_text(page_title: str, title: str, body: str) -> str:
+    """The text analyze_box reads: page title and box title on the first two lines (a line break
+    inside a title is a space), then the body."""
+    return "\n".join([" ".join(page_title.splitlines()), " ".join(title.splitlines()), body])
+
+
+def analyze_box(text: str) -> dict[str, list[str]]:
+    """Every field's tokens of one box written by box_text: lemma, reading and kana2 of the whole
+    text (page title included), page and heading from the first two lines, each lemma once."""
+    page_title, title = (text.split("\n", 2) + ["", ""])[:2]
+    fields = analyze(text)
+    page = analyze(page_title)["lemma"]
+    fields["page"] = _distinct(page)
+    fields["heading"] = _distinct(page + analyze(title)["lemma"])
+    return fields
+
+
+def _distinct(tokens: list[str]) -> list[str]:
+    return list(dict.fromkeys(tokens))
 
 
 def analyze(text: str) -> dict[str, list[str]]:
@@ -155,6 +184,8 @@ def analyze_query(query: str, english: dict[str, str] | None = None, romaji: boo
     for extra in [*expansions(query, english or {}, romaji), *synonyms]:
         for name, tokens in analyze(extra).items():
             fields[name] += tokens
+    for name in _TITLE_FIELDS:
+        fields[name] = _distinct(fields["lemma"])
     return fields
 
 

@@ -17,7 +17,8 @@ from .text_ja import normalize
 
 def load_thesaurus(extra: Path | None = None) -> dict[str, tuple[str, ...]]:
     """wording (normalised) -> textbook terms, the shipped list first, then the site's."""
-    from .yamlfile import load as load_yaml, load_file
+    from .yamlfile import load as load_yaml
+    from .yamlfile import load_file
 
     text = resources.files("knowledge_build.data").joinpath("thesaurus.yml").read_text(encoding="utf-8")
     entries = dict(_entries(load_yaml(text, "thesaurus.yml").data, "thesaurus.yml"))
@@ -44,7 +45,21 @@ def _cached(extra: str | None) -> dict[str, tuple[str, ...]]:
 
 
 def thesaurus_terms(query: str, extra: Path | None = None) -> list[str]:
-    """The textbook terms for every wording the query contains."""
+    """The textbook terms for every wording the query contains, each term once. A wording inside a
+    longer matched one (ピタゴラス in ピタゴラスの定理) adds nothing of its own: the same span would
+    otherwise bring in its terms twice and outweigh the query's other words."""
     text = normalize(query)
-    return [term for wording, terms in _cached(str(extra) if extra else None).items() if wording in text
-            for term in terms]
+    entries = _cached(str(extra) if extra else None)
+    spans = [(start, start + len(wording), wording) for wording in entries
+             for start in _occurrences(text, wording)]
+    kept = [s for s in spans if not any(o != s and o[0] <= s[0] and s[1] <= o[1] for o in spans)]
+    terms = [term for _, _, wording in sorted(kept) for term in entries[wording]]
+    return list(dict.fromkeys(terms))
+
+
+def _occurrences(text: str, wording: str) -> list[int]:
+    found, start = [], text.find(wording)
+    while start >= 0:
+        found.append(start)
+        start = text.find(wording, start + 1)
+    return found

@@ -17,13 +17,13 @@ from .conftest import FakeEmbedder
 def analysed(monkeypatch):
     """Every text the build hands to the Japanese analyzer, in order."""
     texts = []
-    real = pipeline.analyze
+    real = pipeline.analyze_box
 
     def counting(text):
         texts.append(text)
         return real(text)
 
-    monkeypatch.setattr(pipeline, "analyze", counting)
+    monkeypatch.setattr(pipeline, "analyze_box", counting)
     return texts
 
 
@@ -51,7 +51,7 @@ def test_editing_one_box_re_analyses_exactly_that_box(site_dir, analysed):
     analysed.clear()
     build(config, embedder=FakeEmbedder())
     assert len(analysed) == 1
-    assert analysed[0].startswith("たすき掛けで因数分解\n")
+    assert analysed[0].startswith("因数分解\nたすき掛けで因数分解\n")  # page title, box title, …
 
 
 def test_cached_tokens_give_byte_identical_artifacts_to_fresh_analysis(site_dir, analysed):
@@ -101,7 +101,7 @@ def test_lexical_json_holds_the_same_tokens_in_one_compact_line(site_dir):
     raw = (result.output / "lexical.json").read_text(encoding="utf-8")
     assert raw.count("\n") == 1 and raw.endswith("\n")
     fields = json.loads(raw)["fields"]
-    expected = pipeline.analyze(pipeline.lexical_text(result.chunks[0]))
+    expected = pipeline.analyze_box(pipeline.lexical_text(result.chunks[0]))
     assert {name: rows[0] for name, rows in fields.items()} == expected
 
 
