@@ -19,7 +19,7 @@ from .errors import ChunkNotFound, KnowledgeBuildError, QueryEmbeddingFailed, Qu
 from .filters import FilterVocabulary
 from .ranking import SearchSettings, fuse, type_weights
 from .relevance import lexical_coverage, relevances
-from .thesaurus import thesaurus_terms
+from .thesaurus import textbook_wording, thesaurus_terms
 from .text_ja import analyze_query, concept_key, nfkc
 from .verify import verify_set
 
@@ -141,6 +141,8 @@ class KnowledgeIndex:
     def embed_query(self, query: str) -> np.ndarray | None:
         """The query's vector, or None when the embedder cannot be reached (search then degrades
         to the lexical channel with a warning instead of failing)."""
+        if self.settings.expand_thesaurus:
+            query = textbook_wording(query, self.settings.thesaurus_file)
         try:
             vector = self._embedder.embed_query(nfkc(query))
         except QueryEmbeddingFailed as exc:
@@ -188,7 +190,8 @@ class KnowledgeIndex:
         for start in range(0, len(ordered), max(window, 20)):
             batch = [self._result(row, score, qvec, cosines.get(row), source)
                      for row, score in ordered[start:start + max(window, 20)]]
-            coverage = lexical_coverage(self._bm25, fields, [r for r, _ in ordered[start:start + len(batch)]],
+            own = {name: tokens for name, tokens in fields.items() if name in self.settings.relevance_fields}
+            coverage = lexical_coverage(self._bm25, own, [r for r, _ in ordered[start:start + len(batch)]],
                                         len(self.chunks))
             sims = [r.similarity if qvec is not None else None for r in batch]
             scores, query_best = relevances(sims, coverage, self.settings, query_best)

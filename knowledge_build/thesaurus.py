@@ -48,13 +48,33 @@ def thesaurus_terms(query: str, extra: Path | None = None) -> list[str]:
     """The textbook terms for every wording the query contains, each term once. A wording inside a
     longer matched one (ピタゴラス in ピタゴラスの定理) adds nothing of its own: the same span would
     otherwise bring in its terms twice and outweigh the query's other words."""
+    entries = _cached(str(extra) if extra else None)
+    terms = [term for _, _, wording in _spans(normalize(query), entries) for term in entries[wording]]
+    return list(dict.fromkeys(terms))
+
+
+def textbook_wording(query: str, extra: Path | None = None) -> str:
+    """The query (normalised, when it holds a wording) with each student wording replaced by its first textbook term:
+    「ピタゴラスの定理で斜辺」 -> 「三平方の定理で斜辺」. What the dense channel embeds: the lexical
+    channel keeps the student's own words too (a page may use them: ピタゴラス数), but a vector of the
+    literal wording lands on the pages that use the word, not on the ones that teach the concept."""
     text = normalize(query)
     entries = _cached(str(extra) if extra else None)
-    spans = [(start, start + len(wording), wording) for wording in entries
-             for start in _occurrences(text, wording)]
-    kept = [s for s in spans if not any(o != s and o[0] <= s[0] and s[1] <= o[1] for o in spans)]
-    terms = [term for _, _, wording in sorted(kept) for term in entries[wording]]
-    return list(dict.fromkeys(terms))
+    spans = _spans(text, entries)
+    if not spans:
+        return query  # as written: the dense query of every other question stays what it was
+    out, last = [], 0
+    for start, end, wording in spans:
+        if start >= last:  # overlapping matches of equal length: the first one wins
+            out += [text[last:start], entries[wording][0]]
+            last = end
+    return "".join(out) + text[last:]
+
+
+def _spans(text: str, entries: dict) -> list[tuple[int, int, str]]:
+    """(start, end, wording) of every matched wording not inside a longer match, in text order."""
+    spans = [(start, start + len(wording), wording) for wording in entries for start in _occurrences(text, wording)]
+    return sorted(s for s in spans if not any(o != s and o[0] <= s[0] and s[1] <= o[1] for o in spans))
 
 
 def _occurrences(text: str, wording: str) -> list[int]:

@@ -1,21 +1,17 @@
 """Issue 12's query checks on the reference corpus, hybrid, real model, through the CLI's build and
 the library's search (items 2 and 3; the たすき掛け spellings are the quality bar that must hold)."""
 
-import shutil
 
 import pytest
 
-from knowledge_build import KnowledgeIndex, build, load_config
+from knowledge_build import KnowledgeIndex
 
-pytestmark = [pytest.mark.model, pytest.mark.corpus]
+pytestmark = [pytest.mark.model, pytest.mark.corpus, pytest.mark.xdist_group("corpus-real")]
 
 
 @pytest.fixture(scope="module")
-def corpus_index(corpus_dir, tmp_path_factory):
-    base = tmp_path_factory.mktemp("corpus_ranking")
-    site = base / "school_asset"
-    shutil.copytree(corpus_dir, site)
-    return KnowledgeIndex.open(build(load_config(site=site, cache_dir=base / "cache", env={})).output)
+def corpus_index(corpus_real_index):
+    return KnowledgeIndex.open(corpus_real_index)
 
 
 def _top(index, query, k):
@@ -35,9 +31,6 @@ def test_every_spelling_of_tasukigake_finds_a_tasukigake_box_in_the_top_5(corpus
     assert any("たすき掛け" in r.title for r in _top(corpus_index, query, 5))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 3 open: the literal ピタゴラス matches the two ピタゴラス数 "
-                                       "tips in both channels, and the page has no box stating the theorem "
-                                       "(docs/retrieval.md)")
 def test_pythagoras_has_a_sanheiho_rule_in_the_top_3(corpus_index):
     top = _top(corpus_index, "ピタゴラスの定理", 3)
     assert any(r.material.startswith("三平方の定理") and r.type == "rule" for r in top)

@@ -62,3 +62,29 @@ def test_a_thesaurus_of_the_wrong_shape_is_one_clear_error(tmp_path, text):
     bad.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match="bad.yml: .*(maps a wording to a list of terms|must map to a list)"):
         load_thesaurus(bad)
+
+
+class RecordingEmbedder(FakeEmbedder):
+    def __init__(self):
+        self.queries = []
+
+    def embed_query(self, text):
+        self.queries.append(text)
+        return super().embed_query(text)
+
+
+def test_the_dense_query_says_the_textbook_term_and_the_lexical_query_keeps_the_students_word(index_dir):
+    from knowledge_build.thesaurus import textbook_wording
+
+    assert textbook_wording("ピタゴラスの定理で斜辺を求めたい") == "三平方の定理で斜辺を求めたい"
+    assert textbook_wording("ルートの中にルート") == "平方根の中に平方根"
+    assert textbook_wording("二次方程式の解き方？") == "二次方程式の解き方？"  # no wording: as written
+    embedder = RecordingEmbedder()
+    index = KnowledgeIndex.open(index_dir, embedder=embedder)
+    index.search("ピタゴラスの定理ってなに", k=3)
+    assert embedder.queries == ["三平方の定理ってなに"]
+    # The student's own word still reaches a page that uses it.
+    assert "tip-triples" in [r.anchor for r in index.search("ピタゴラス数", k=2, mode="lexical")]
+    off = KnowledgeIndex.open(index_dir, embedder=embedder, settings=SearchSettings(expand_thesaurus=False))
+    off.search("ピタゴラスの定理ってなに", k=3)
+    assert embedder.queries[-1] == "ピタゴラスの定理ってなに"
