@@ -129,6 +129,16 @@ def corpus_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def corpus_real_index(corpus_dir, tmp_path_factory) -> Path:
+    """The reference corpus built once per session with the real model (a few minutes on 2 cores).
+    Read-only. Tests using it carry `xdist_group("corpus-real")`, so one worker builds it once."""
+    from knowledge_build import build, load_config
+
+    base = tmp_path_factory.mktemp("corpus-real")
+    return build(load_config(site=corpus_dir, output=base / "v1", cache_dir=base / "cache", env={})).output
+
+
+@pytest.fixture(scope="session")
 def fake_index_dir(tmp_path_factory) -> Path:
     """site/ built once per session with the fake embedder. Read-only: a test that edits the site
     or the artifacts uses `site_dir` and builds its own."""

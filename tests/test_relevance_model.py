@@ -7,20 +7,13 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from knowledge_build import build, load_config
 from knowledge_build.cli import main
 
 from .conftest import ROOT, SHARED
 
-pytestmark = [pytest.mark.model, pytest.mark.corpus]
+pytestmark = [pytest.mark.model, pytest.mark.corpus, pytest.mark.xdist_group("corpus-real")]
 
 EVAL = ROOT / "data" / "eval"
-
-
-@pytest.fixture(scope="module")
-def corpus_index(corpus_dir, tmp_path_factory):
-    base = tmp_path_factory.mktemp("corpus-relevance")
-    return build(load_config(site=corpus_dir, output=base / "v1", cache_dir=base / "cache", env={})).output
 
 
 def _answers(index_dir, path):
@@ -31,18 +24,18 @@ def _answers(index_dir, path):
 
 
 @pytest.mark.parametrize("name", ["offtopic_queries.jsonl", "offtopic_heldout.jsonl"])
-def test_at_least_90_percent_of_off_topic_questions_get_no_relevant_result(corpus_index, name):
-    answers = _answers(corpus_index, EVAL / name)
+def test_at_least_90_percent_of_off_topic_questions_get_no_relevant_result(corpus_real_index, name):
+    answers = _answers(corpus_real_index, EVAL / name)
     assert len(answers) >= 36
     rejected = [qid for qid, line in answers.items() if not line["relevant"]]
     assert all(not r["relevant"] for qid in rejected for r in answers[qid]["results"])
     assert len(rejected) / len(answers) >= 0.90, sorted(set(answers) - set(rejected))
 
 
-def test_at_least_95_percent_of_the_dev_sets_correct_answers_stay_relevant(corpus_index):
+def test_at_least_95_percent_of_the_dev_sets_correct_answers_stay_relevant(corpus_real_index):
     dataset = SHARED / "eval" / "dev_queries.jsonl"
     labels = {item["qid"]: set(item["relevant"]) for item in map(json.loads, dataset.read_text("utf-8").splitlines())}
-    answers = _answers(corpus_index, dataset)
+    answers = _answers(corpus_real_index, dataset)
     correct = [r for qid, line in answers.items() for r in line["results"] if r["id"] in labels[qid]]
     assert len(correct) >= 60
     kept = [r for r in correct if r["relevant"]]

@@ -159,16 +159,9 @@ def test_a_database_holding_another_build_is_not_an_outage(tmp_path, fresh_db, c
     service.close()
 
 
-@pytest.fixture(scope="module")
-def corpus_real_index(corpus_dir, tmp_path_factory):
-    """The reference corpus built with the real model (about 2 minutes on 2 cores)."""
-    base = tmp_path_factory.mktemp("corpus-real")
-    config = load_config(site=corpus_dir, output=base / "v1", cache_dir=base / "cache", env={})
-    return build(config).output
-
-
 @pytest.mark.db
 @pytest.mark.model
+@pytest.mark.xdist_group("corpus-real")
 def test_database_and_artifacts_paths_agree_on_50_corpus_queries(corpus_real_index, fresh_db):
     with connect(fresh_db) as conn:
         publish(conn, corpus_real_index)
