@@ -63,11 +63,11 @@ class Chunk:
 
     @property
     def embed_text(self) -> str:
-        return embed_text(self.title, self.indexed_learns, self.content, self.material_title)
+        return embed_text(self.title, self.embedded_learns, self.content, self.material_title)
 
     @property
-    def indexed_learns(self) -> tuple[str, ...]:
-        """The learns the search indexes (template lines of a heuristic box are shown, not indexed)."""
+    def embedded_learns(self) -> tuple[str, ...]:
+        """The learns the passage embedding sees (a heuristic box's template lines are shown, not embedded)."""
         return embedded_learns(self.learns, self.learns_source, self.type, self.title)
 
 
@@ -191,7 +191,7 @@ def heuristic_learns(element: KnowledgeElement, labels: frozenset[str] = frozens
     """Up to 5 items from the box itself: its list items, then its bold terms (not `labels`, the
     bold words many boxes share such as 解き方 or 答え), TeX written as text, a rule's bare formula
     named by its topic. Only a box that offers none gets the kind's template lines
-    (「…の内容を理解する」), which say nothing beyond the title and are not indexed."""
+    (「…の内容を理解する」), which say nothing beyond the title and are not embedded."""
     topic = _topic(element.title) if element.type != "example" else ""
     terms = [t for t in element.bold_terms if t not in labels and _WORDS.search(t)]
     items: list[str] = []
@@ -225,8 +225,8 @@ def _learns_line(raw: str, topic: str) -> str:
 
 
 def embedded_learns(learns, source: str, type_: str, title: str) -> tuple[str, ...]:
-    """The learns that go into the embedded and lexical text: all of them, except heuristic
-    template lines, which repeat the title with words every chunk shares (理解する, 問題を解く)."""
+    """The learns that go into the embedded text: all of them, except heuristic template lines,
+    which repeat the title with words every chunk shares (理解する, 問題を解く)."""
     learns = tuple(learns)
     if source == "heuristic" and learns == template_learns(type_, title):
         return ()

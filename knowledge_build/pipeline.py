@@ -59,8 +59,9 @@ def extract(config: Config) -> Extraction:
 
 
 def lexical_text(chunk: Chunk) -> str:
-    """What the lexical channel analyses (not the embedded text: no material title; learns as indexed)."""
-    return f"{chunk.title}\n{' '.join(chunk.indexed_learns)}\n{chunk.content}"
+    """What the lexical channel analyses (not the embedded text: no material title; learns as shown,
+    template lines included: on JSQuAD they were BM25's only repetition of the title, see docs/retrieval.md)."""
+    return f"{chunk.title}\n{' '.join(chunk.learns)}\n{chunk.content}"
 
 
 def lexical_fields(chunks: list[Chunk], cache: TokenCache | None = None) -> dict[str, list[list[str]]]:

@@ -42,7 +42,7 @@ def test_learns_come_from_yaml_then_attribute_then_heuristic(chunks):
 def test_heuristic_learns_are_the_box_own_items_or_else_its_kind_templates(chunks):
     heuristic = [c for c in chunks.values() if c.learns_source == "heuristic"]
     assert len(heuristic) == 78  # 121 boxes: 40 with yaml learns, 3 with data-learns
-    templated = [c for c in heuristic if not c.indexed_learns]
+    templated = [c for c in heuristic if not c.embedded_learns]
     assert 0 < len(templated) < len(heuristic)
     for chunk in heuristic:
         assert 1 <= len(chunk.learns) <= 5, chunk.id
