@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -16,6 +17,7 @@ from .kinds import LEVELS, learns_templates
 from .learns_gen import source_hash
 from .scan import KnowledgeElement, Page
 from .site import Site
+from .tex import readable
 
 EXCERPT_CHARS = 100
 # Bump when the embedded text recipe changes: every vector is then recomputed.
@@ -61,13 +63,18 @@ class Chunk:
 
     @property
     def embed_text(self) -> str:
-        return embed_text(self.title, self.learns, self.content, self.material_title)
+        return embed_text(self.title, self.embedded_learns, self.content, self.material_title)
+
+    @property
+    def embedded_learns(self) -> tuple[str, ...]:
+        """The learns the passage embedding sees (a heuristic box's template lines are shown, not embedded)."""
+        return embedded_learns(self.learns, self.learns_source, self.type, self.title)
 
 
 def embed_text(title: str, learns, content: str, material_title: str = "") -> str:
-    """What the passage embedding sees: title, what it teaches, then the text."""
+    """What the passage embedding sees: title, what it teaches (when it says anything), then the text."""
     head = f"{material_title}: {title}" if material_title else title
-    return "\n".join([head, " / ".join(learns), content])
+    return "\n".join([head, *([" / ".join(learns)] if learns else []), content])
 
 
 @dataclass
@@ -79,6 +86,7 @@ class ChunkSet:
 def make_chunks(site: Site, pages: list[Page]) -> ChunkSet:
     result = ChunkSet()
     where: dict[str, str] = {}
+    labels = bold_labels(pages)
     for page in pages:
         if page.elements and page.material in where:
             result.diagnostics.append(Diagnostic(
@@ -90,9 +98,18 @@ def make_chunks(site: Site, pages: list[Page]) -> ChunkSet:
             where[page.material] = page.rel
         meta = _page_meta(site, page, result.diagnostics)
         for element in page.elements:
-            result.chunks.append(_chunk(site, page, element, meta))
+            result.chunks.append(_chunk(site, page, element, meta, labels))
     result.chunks.sort(key=lambda c: c.id)
     return result
+
+
+LABEL_BOXES = 3  # a bold word in this many boxes of the site is a label (解き方, 答え), not a term
+
+
+def bold_labels(pages: list[Page]) -> frozenset[str]:
+    """Bold words that head parts of many boxes: they name a box's layout, not what it teaches."""
+    counts = Counter(term for page in pages for element in page.elements for term in element.bold_terms)
+    return frozenset(term for term, n in counts.items() if n >= LABEL_BOXES)
 
 
 def _page_meta(site: Site, page: Page, diagnostics: list) -> dict:
@@ -117,8 +134,8 @@ def _page_meta(site: Site, page: Page, diagnostics: list) -> dict:
     }
 
 
-def _chunk(site: Site, page: Page, element: KnowledgeElement, meta: dict) -> Chunk:
-    learns, source = resolve_learns(site, page, element)
+def _chunk(site: Site, page: Page, element: KnowledgeElement, meta: dict, labels: frozenset[str]) -> Chunk:
+    learns, source = resolve_learns(site, page, element, labels)
     content = element.text
     return Chunk(
         id=f"{page.material}#{element.id}",
@@ -134,7 +151,8 @@ def _chunk(site: Site, page: Page, element: KnowledgeElement, meta: dict) -> Chu
         category=meta["category"],
         level=meta["level"],
         prerequisites=meta["prerequisites"],
-        content_hash=content_hash(embed_text(element.title, learns, content, meta["title"])),
+        content_hash=content_hash(embed_text(element.title, embedded_learns(learns, source, element.type, element.title),
+                                             content, meta["title"])),
         material_title=meta["title"],
         line=element.line,
         source_path=page.rel,
@@ -146,7 +164,8 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(f"v{EMBED_TEXT_VERSION}\n{text}".encode("utf-8")).hexdigest()
 
 
-def resolve_learns(site: Site, page: Page, element: KnowledgeElement) -> tuple[tuple[str, ...], str]:
+def resolve_learns(site: Site, page: Page, element: KnowledgeElement,
+                   labels: frozenset[str] = frozenset()) -> tuple[tuple[str, ...], str]:
     from_yaml = (site.learns.get(page.material) or {}).get(element.id)
     if isinstance(from_yaml, list) and from_yaml:
         return tuple(str(x).strip() for x in from_yaml if str(x).strip()), "yaml"
@@ -157,25 +176,61 @@ def resolve_learns(site: Site, page: Page, element: KnowledgeElement) -> tuple[t
     generated = (site.generated_learns.get(page.material) or {}).get(element.id) or {}
     if generated.get("source_hash") == source_hash(element.title, element.text) and generated.get("learns"):
         return tuple(generated["learns"]), "generated"
-    return heuristic_learns(element), "heuristic"
+    return heuristic_learns(element, labels), "heuristic"
 
 
 _TITLE_SUFFIX = re.compile(r"(とは|について|の定義)$")
+MAX_LEARNS = 5
+_LEARNS_CHARS = 40  # longer list items are sentences of working, not what the box teaches
+# What `readable` leaves when a line has TeX it cannot render (a bare \frac, $…$ math, x^{2}).
+_MARKUP = re.compile(r"\\[A-Za-z()\[\]]|[\^_]\{|\$")
+_WORDS = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")  # kana or kanji: the line says something in words
 
 
-def heuristic_learns(element: KnowledgeElement) -> tuple[str, ...]:
-    """3–5 action-oriented items from the title, the type and the box's own list items."""
-    topic = _TITLE_SUFFIX.sub("", element.title).strip() or element.title
-    items = [template.format(topic=topic) for template in learns_templates(element.type)]
-    # The box's own list items say best what it teaches; long ones would be cut mid-formula.
-    for item in element.list_items:
-        if len(item) <= 40 and item not in items:
+def heuristic_learns(element: KnowledgeElement, labels: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """Up to 5 items from the box itself: its list items, then its bold terms (not `labels`, the
+    bold words many boxes share such as 解き方 or 答え), TeX written as text, a rule's bare formula
+    named by its topic. Only a box that offers none gets the kind's template lines
+    (「…の内容を理解する」), which say nothing beyond the title and are not embedded."""
+    topic = _topic(element.title) if element.type != "example" else ""
+    terms = [t for t in element.bold_terms if t not in labels and _WORDS.search(t)]
+    items: list[str] = []
+    for raw in (*element.list_items, *terms):
+        item = _learns_line(raw, topic)
+        if item and item != element.title and not any(item in seen for seen in items):
             items.append(item)
-        if len(items) == 4:
+        if len(items) == MAX_LEARNS:
             break
-    if len(items) < 3:
-        items.append(f"「{topic}」を自分の言葉で説明する")
-    return tuple(items[:5])
+    return tuple(items) or template_learns(element.type, element.title)
+
+
+def template_learns(type_: str, title: str) -> tuple[str, ...]:
+    """The kind's template lines for a box with nothing more specific to offer."""
+    topic = _topic(title)
+    return tuple(template.format(topic=topic) for template in learns_templates(type_))
+
+
+def _topic(title: str) -> str:
+    return _TITLE_SUFFIX.sub("", title).strip() or title
+
+
+def _learns_line(raw: str, topic: str) -> str:
+    """One list item or bold term as a learns line, or "" when it cannot be one."""
+    text = readable(raw).strip(" ：:・→")
+    if not text or len(text) > _LEARNS_CHARS or _MARKUP.search(text):
+        return ""
+    if topic and not _WORDS.search(text) and any(c in text for c in "=＝<>≤≥"):
+        return f"{topic}：{text}"  # a bare formula says what it is only with its name
+    return text if len(text) >= 2 else ""
+
+
+def embedded_learns(learns, source: str, type_: str, title: str) -> tuple[str, ...]:
+    """The learns that go into the embedded text: all of them, except heuristic template lines,
+    which repeat the title with words every chunk shares (理解する, 問題を解く)."""
+    learns = tuple(learns)
+    if source == "heuristic" and learns == template_learns(type_, title):
+        return ()
+    return learns
 
 
 def excerpt(content: str, title: str = "") -> str:

@@ -59,7 +59,9 @@ def extract(config: Config) -> Extraction:
 
 
 def lexical_text(chunk: Chunk) -> str:
-    """What the lexical channel analyses: page title, box title, learns, content (analyze_box)."""
+    """What the lexical channel analyses: page title, box title, learns, content (analyze_box); learns
+    as shown, template lines included: on JSQuAD they were BM25's only repetition of the title, see
+    docs/retrieval.md."""
     return box_text(chunk.material_title, chunk.title, f"{' '.join(chunk.learns)}\n{chunk.content}")
 
 

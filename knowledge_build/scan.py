@@ -52,6 +52,7 @@ class KnowledgeElement:
     box_class: str = ""
     learns_attribute: str | None = None
     list_items: tuple[str, ...] = ()
+    bold_terms: tuple[str, ...] = ()  # <strong>/<b> texts after the title: the terms the box stresses
     label: str = ""  # the box's number label (「コツ2」「練習1」), taken off the title
     heading: str = ""  # the title as written on the page (label, TeX and all)
 
@@ -305,7 +306,9 @@ def _element(page: Page, node, node_id: str, line: int, boxes: list[str]) -> Kno
         page.diagnostics.append(_diag(page, line, 1, "info", "no-title",
                                       f"knowledge element '{node_id}' has no <strong> or heading; its title is taken from its text",
                                       "start the box with <strong>Title</strong>"))
-    items = tuple(_clean(_text(li)) for li in _descendants(node) if li.tag == "li")
+    inside = list(_descendants(node))
+    items = tuple(_clean(_text(li)) for li in inside if li.tag == "li")
+    bold = [_strip_emoji(_text(b)).strip(" ：:") for b in inside if b.tag in ("strong", "b")]
     return KnowledgeElement(
         id=node_id,
         type=type_of_id(node_id),
@@ -315,6 +318,7 @@ def _element(page: Page, node, node_id: str, line: int, boxes: list[str]) -> Kno
         box_class=boxes[0] if boxes else "",
         learns_attribute=node.get("data-learns"),
         list_items=tuple(i for i in items if i),
+        bold_terms=tuple(dict.fromkeys(b for b in bold if b and b != heading)),
         label=label,
         heading=heading,
     )

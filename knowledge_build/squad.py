@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import KnowledgeBuildError
@@ -21,6 +21,8 @@ class ConvertedSet:
     pages: int
     paragraphs: int
     questions: int
+    # chunk id -> the paragraph's own text (no title): what a plain embedding baseline embeds
+    texts: dict[str, str] = field(default_factory=dict)
 
 
 def convert_squad(source: Path, output: Path, limit: int | None = None) -> ConvertedSet:
@@ -31,7 +33,7 @@ def convert_squad(source: Path, output: Path, limit: int | None = None) -> Conve
     site = Path(output) / "site"
     (site / "articles").mkdir(parents=True, exist_ok=True)
     (site / "_config.yml").write_text('title: SQuAD retrieval set\nbaseurl: ""\n', encoding="utf-8")
-    lines, paragraphs = [], 0
+    lines, paragraphs, texts = [], 0, {}
     for number, article in enumerate(data[:limit], start=1):
         material = f"a{number:04d}"
         title = str(article.get("title") or material)
@@ -42,6 +44,7 @@ def convert_squad(source: Path, output: Path, limit: int | None = None) -> Conve
             boxes.append(f'<div class="rule-box" id="{anchor}"><strong>{html.escape(title)} ({p_number})</strong>\n'
                          f"<p>{html.escape(context)}</p></div>\n")
             paragraphs += 1
+            texts[f"{material}#{anchor}"] = context
             for qa in paragraph.get("qas", []):
                 if qa.get("is_impossible"):
                     continue
@@ -52,4 +55,4 @@ def convert_squad(source: Path, output: Path, limit: int | None = None) -> Conve
                                                             encoding="utf-8")
     queries = Path(output) / "queries.jsonl"
     queries.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return ConvertedSet(site, queries, min(len(data), limit or len(data)), paragraphs, len(lines))
+    return ConvertedSet(site, queries, min(len(data), limit or len(data)), paragraphs, len(lines), texts)

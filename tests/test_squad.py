@@ -36,3 +36,15 @@ def test_not_squad_is_refused(tmp_path):
     source.write_text("[]", encoding="utf-8")
     result = CliRunner().invoke(main, ["convert-squad", str(source), "--output", str(tmp_path / "o")])
     assert result.exit_code == 1 and "is not SQuAD-format JSON" in result.output
+
+
+def test_converted_set_keeps_each_paragraph_text_by_chunk_id_for_the_plain_baseline(tmp_path):
+    from knowledge_build.squad import convert_squad
+
+    source = tmp_path / "squad.json"
+    source.write_text(json.dumps(SQUAD, ensure_ascii=False), encoding="utf-8")
+    converted = convert_squad(source, tmp_path / "out")
+    assert converted.texts == {"a0001#rule-p1": "梅雨は東アジアの雨季である。", "a0001#rule-p2": "北海道には梅雨がない。<b>",
+                               "a0002#rule-p1": "台風は熱帯低気圧である。"}
+    chunks = {c.id: c for c in extract(load_config(site=converted.site, env={})).chunks}
+    assert all(chunks[i].embed_text.endswith(text) for i, text in converted.texts.items())
