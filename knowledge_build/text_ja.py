@@ -23,7 +23,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-ANALYZER = "unidic-lite/lemma,reading,kana2,page,heading/5"
+ANALYZER = "unidic-lite/lemma,reading,kana2,page,heading/6"
 FIELDS = ("lemma", "reading", "kana2", "page", "heading")
 # The title fields are matched with the query's lemmas.
 _TITLE_FIELDS = ("page", "heading")
@@ -40,12 +40,24 @@ _ROMAJI = re.compile(r"(?:(?:ky|gy|sh|ch|ts|ny|hy|by|py|my|ry|j|[kgsztdnhbpmyrwf
 
 
 def normalize(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).lower()
+    return nfkc(text).lower()
 
 
 def nfkc(text: str) -> str:
-    """Full-width letters and digits as ASCII (ｃｏｓ２θ -> cos2θ); what the dense channel sees."""
-    return unicodedata.normalize("NFKC", text)
+    """Full-width letters and digits as ASCII (ｃｏｓ２θ -> cos2θ); what the dense channel sees.
+    Superscripts and subscripts become ^ and _ runs first: NFKC alone turns -3² into -32 (a number),
+    while the pages write the same power in TeX as -3^2."""
+    return unicodedata.normalize("NFKC", _SCRIPTS.sub(_script, text))
+
+
+_SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱ"
+_SUBSCRIPTS = "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₙ"
+_SCRIPTS = re.compile(f"[{_SUPERSCRIPTS}]+|[{_SUBSCRIPTS}]+")
+
+
+def _script(match: re.Match) -> str:
+    run = match.group()
+    return ("^" if run[0] in _SUPERSCRIPTS else "_") + unicodedata.normalize("NFKC", run)
 
 
 # MeCab (under fugashi) segfaults on one input of roughly 200,000-1,000,000 characters (measured

@@ -45,3 +45,12 @@ def test_the_compound_widens_the_quadratic_box_lead_for_a_quadratic_query(tmp_pa
     monkeypatch.setattr(text_ja, "_COMPOUND_POS", set())
     without = _lead(tmp_path, "without")
     assert with_compounds > without + 0.5
+
+
+def test_a_superscript_power_is_not_read_as_a_longer_number():
+    # NFKC alone reads -3² as -32; the pages write the same power in TeX (-3^2).
+    assert text_ja.nfkc("(-3)²と-3²") == "(-3)^2と-3^2"
+    assert text_ja.nfkc("a₁+aₙ, x²+y²=r²") == "a_1+a_n, x^2+y^2=r^2"
+    lemmas = analyze("-3²は")["lemma"]
+    assert "32" not in lemmas and "^" in lemmas and "2" in lemmas
+    assert analyze("x²")["lemma"] == analyze(r"\(x^2\)")["lemma"][1:-1]
