@@ -73,7 +73,8 @@ def _enter(el, state: _State, main, anchored: set, builder: "_Builder", todo: li
     tag = el.tag if isinstance(el.tag, str) else ""
     if not tag or tag in _INVISIBLE or el.get("hidden") is not None:
         return
-    state = state._replace(in_main=state.in_main or el is main)
+    if el is main:
+        state = state._replace(in_main=True)
     content = state.in_main and not state.excluded
     line = el.sourceline or 0
     if content and tag in HEADINGS:
@@ -82,6 +83,10 @@ def _enter(el, state: _State, main, anchored: set, builder: "_Builder", todo: li
             builder.flush()
             builder.blocks.append(Block(text, line=line, level=HEADINGS[tag], anchor=_anchor(el)))
             return
+    if tag == "svg":  # thousands of shapes; only its text labels are seen, each a block
+        builder.flush()
+        builder.blocks.extend(Block(t, line=line) for t in _svg_labels(el))
+        return
     block = tag in _BLOCK_TAGS
     if block:
         builder.flush()
@@ -131,12 +136,20 @@ class _Builder:
         if not self.visible:
             return
         raw = "".join(self.visible)
+        if raw.isspace():  # the indentation between tags: most flushes
+            self.visible, self.content, self.links, self.pre = [], [], [], False
+            return
         visible = "\n".join(filter(None, (_fold(line) for line in MATH_SPAN.sub("\n", raw).splitlines())))
         content = "".join(self.content)
         content = _pre_lines(content) if self.pre else _fold(content)
         if visible or content:
             self.blocks.append(Block(visible, content, self.line, len(_fold("".join(self.links)))))
         self.visible, self.content, self.links, self.pre = [], [], [], False
+
+
+def _svg_labels(svg) -> list[str]:
+    labels = (_fold(MATH_SPAN.sub(" ", "".join(t.itertext()))) for t in svg.iter("text"))
+    return [label for label in labels if label]
 
 
 def _main_content(root):

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from .content_type import MIXED, TABLE, detect_content_type, text_table_rows  # noqa: F401 (API)
-from .fragments import section_fragment
+from .fragments import _fold, section_fragment  # _fold: the comparison fragments.py matches by
 from .page_blocks import Block, page_blocks, visible_text
 from .tables import Table, chunk_table, html_table, tables_in_text
 
@@ -95,6 +95,7 @@ def page_parts(root, *, anchored: set, line_offset: int = 0, max_chars: int = 80
 def _sections(blocks: list[Block], line_offset: int) -> list[_Section]:
     """Split the blocks at headings; the fragment of each heading from the text around it."""
     texts = [b.visible for b in blocks]
+    folded = _FoldedPage(texts)
     sections: list[_Section] = []
     stack: list[tuple[int, str]] = []
     current = None
@@ -104,8 +105,7 @@ def _sections(blocks: list[Block], line_offset: int) -> list[_Section]:
                 stack.pop()
             parents = tuple(text for _, text in stack)
             stack.append((block.level, block.visible))
-            fragment = section_fragment(block.visible, anchor=block.anchor,
-                                        text_before="\n".join(texts[:i]), text_after="\n".join(texts[i + 1:]))
+            fragment = _fragment(block, i, texts, folded)
             current = _Section(block.visible, parents, block.level, block.line + line_offset, fragment,
                                _key(parents + (block.visible,)), [], tables=[])
             current.has_anchored_box = block.anchored
@@ -123,6 +123,32 @@ def _sections(blocks: list[Block], line_offset: int) -> list[_Section]:
             current.lines.append(block.content)
             current.link_chars += block.link_chars
     return sections
+
+
+class _FoldedPage:
+    """The page's blocks folded once for matching (fragments.py's comparison), so that each heading
+    costs a substring test, not a fold of the whole page."""
+
+    def __init__(self, texts: list[str]):
+        self.starts, parts, at = [], [], 0
+        for text in texts:
+            self.starts.append(at)
+            folded = _fold(text)
+            parts.append(folded)
+            at += len(folded) + 1
+        self.text = "\n".join(parts)
+
+    def occurs_before(self, heading: str, index: int) -> bool:
+        return self.text.find(_fold(heading), 0, max(self.starts[index] - 1, 0)) >= 0
+
+
+def _fragment(block: Block, index: int, texts: list[str], folded: _FoldedPage) -> str:
+    """section_fragment for the heading at texts[index]; the page around it is passed only when the
+    heading occurs earlier (only then does the directive need context)."""
+    if block.anchor or not folded.occurs_before(block.visible, index):
+        return section_fragment(block.visible, anchor=block.anchor, text_before="", text_after="")
+    return section_fragment(block.visible, anchor=None, text_before="\n".join(texts[:index]),
+                            text_after="\n".join(texts[index + 1:]))
 
 
 def _kept(sections: list[_Section]) -> list[_Section]:
