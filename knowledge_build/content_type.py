@@ -52,7 +52,8 @@ def detect_content_type(text: str) -> str:
                or (n_numeric >= MIN_ROWS and n_numeric / len(lines) >= NUMERIC_SHARE))
     if not tabular:
         return PROSE
-    rows = sum(s or n for s, n in zip(structured, numeric))
+    separators = sum(bool(_MD_SEPARATOR.match(line.strip())) for line in lines)
+    rows = sum(s or n for s, n in zip(structured, numeric)) + separators
     return TABLE if rows / len(lines) >= TABLE_SHARE else MIXED
 
 

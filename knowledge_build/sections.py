@@ -169,6 +169,8 @@ def _merged(sections: list[_Section], min_chars: int, max_chars: int) -> list[_S
     or tables are dropped: their headings live on in their children's breadcrumbs."""
     out: list[_Section] = []
     for section in sections:
+        while out and not (out[-1].lines or out[-1].tables) and not _inside(section, out[-1]):
+            out.pop()  # an empty section that cannot take this one in will stay empty
         prev = out[-1] if out else None
         if prev is not None and _can_merge(prev, section, min_chars, max_chars):
             prev.lines.append(section.heading)
@@ -186,10 +188,14 @@ def _can_merge(prev: _Section, section: _Section, min_chars: int, max_chars: int
         return False
     if len(prev.text) + len(section.heading) + len(section.text) + 2 > max_chars:
         return False
-    child = section.parents[:len(prev.path)] == prev.path
+    child = _inside(section, prev)
     sibling = section.parents == prev.parents
     return ((len(section.text) < min_chars and prev.lines and (child or sibling))
             or (len(prev.text) < min_chars and child))
+
+
+def _inside(section: _Section, outer: _Section) -> bool:
+    return section.parents[:len(outer.path)] == outer.path
 
 
 def _section_parts(section: _Section, max_chars: int, overlap: int) -> list[Part]:

@@ -48,10 +48,10 @@ def html_table(element) -> Table:
     if head_trs:
         count = len(head_trs)
         header = _merge_header_rows(grid[:count])
-        return Table(header, tuple(grid[count:]), caption)
+        return Table(header, tuple(map(tuple, grid[count:])), caption)
     if is_th[0] or bold[0] or looks_like_header(grid[0], grid[1:]):
-        return Table(tuple(grid[0]), tuple(grid[1:]), caption)
-    return Table((), tuple(grid), caption)
+        return Table(tuple(grid[0]), tuple(map(tuple, grid[1:])), caption)
+    return Table((), tuple(map(tuple, grid)), caption)
 
 
 def text_table(rows: list[list[str]], *, header: bool | None = None) -> Table:
