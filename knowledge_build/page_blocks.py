@@ -67,7 +67,7 @@ def visible_text(blocks: list[Block]) -> str:
     return "\n".join(b.visible for b in blocks if b.visible)
 
 
-def _enter(el, state: _State, main, anchored: set, builder: "_Builder", todo: list) -> None:
+def _enter(el, state: _State, main, anchored: set, builder: _Builder, todo: list) -> None:
     if el.tail:
         todo.append((el.tail, state))
     tag = el.tag if isinstance(el.tag, str) else ""

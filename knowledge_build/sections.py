@@ -26,12 +26,15 @@ import hashlib
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from .content_type import MIXED, TABLE, detect_content_type, text_table_rows  # noqa: F401 (API)
-from .fragments import _fold, section_fragment  # _fold: the comparison fragments.py matches by
+from .content_type import MIXED, TABLE, detect_content_type, text_table_rows
+from .fragments import (  # _fold: the comparison fragments.py matches by
+    _fold,
+    section_fragment,
+)
 from .page_blocks import Block, page_blocks, visible_text
 from .tables import Table, chunk_table, html_table, tables_in_text
 
-__all__ = ["Part", "page_parts", "page_text", "detect_content_type", "text_table_rows"]
+__all__ = ["Part", "detect_content_type", "page_parts", "page_text", "text_table_rows"]
 
 LINK_LIST_SHARE = 0.6  # a section whose text is at least this much link text is a list of links
 MAX_KEY_CHARS = 60
@@ -84,7 +87,8 @@ def page_parts(root, *, anchored: set, line_offset: int = 0, max_chars: int = 80
                overlap: int = 80) -> list[Part]:
     """The section and table parts of a page in document order (see the module docstring)."""
     blocks = page_blocks(root, anchored=anchored)
-    sections = _sections(blocks, line_offset)
+    title_levels = 1 if sum(b.level == 1 for b in blocks) == 1 else 0
+    sections = _sections(blocks, line_offset, title_levels)
     _unique_keys(sections)
     parts: list[Part] = []
     for section in _merged(_kept(sections), min_chars, max_chars):
@@ -92,8 +96,10 @@ def page_parts(root, *, anchored: set, line_offset: int = 0, max_chars: int = 80
     return _unique_part_keys(parts)
 
 
-def _sections(blocks: list[Block], line_offset: int) -> list[_Section]:
-    """Split the blocks at headings; the fragment of each heading from the text around it."""
+def _sections(blocks: list[Block], line_offset: int, title_levels: int) -> list[_Section]:
+    """Split the blocks at headings; the fragment of each heading from the text around it. A page's
+    only h1 is its title: it is a breadcrumb but not part of the keys, so the keys of a built page
+    (the layout adds the h1) are those of its Jekyll source."""
     texts = [b.visible for b in blocks]
     folded = _FoldedPage(texts)
     sections: list[_Section] = []
@@ -106,9 +112,9 @@ def _sections(blocks: list[Block], line_offset: int) -> list[_Section]:
             parents = tuple(text for _, text in stack)
             stack.append((block.level, block.visible))
             fragment = _fragment(block, i, texts, folded)
-            current = _Section(block.visible, parents, block.level, block.line + line_offset, fragment,
-                               _key(parents + (block.visible,)), [], tables=[])
-            current.has_anchored_box = block.anchored
+            key = _key(tuple(t for level, t in stack if level > title_levels) or (block.visible,))
+            current = _Section(block.visible, parents, block.level, block.line + line_offset, fragment, key, [],
+                               tables=[])
             sections.append(current)
             continue
         if not block.content and not block.anchored and block.table is None:
@@ -152,8 +158,9 @@ def _fragment(block: Block, index: int, texts: list[str], folded: _FoldedPage) -
 
 
 def _kept(sections: list[_Section]) -> list[_Section]:
-    """Sections with text of their own that is not a list of links; tables move out of sections
-    that are dropped only together with them when the section is a link list."""
+    """The sections that are not lists of links (at least LINK_LIST_SHARE of their text is link
+    text: on the reference corpus's built pages the layout's 関連教材 lists are 1.0, no other
+    section reaches 0.2); a dropped section's tables go with it."""
     kept = []
     for section in sections:
         size = sum(len(line) for line in section.lines)
@@ -181,17 +188,17 @@ def _merged(sections: list[_Section], min_chars: int, max_chars: int) -> list[_S
 
 
 def _can_merge(prev: _Section, section: _Section, min_chars: int, max_chars: int) -> bool:
-    """A small section joins its parent or previous sibling; a small (or empty) section takes in its
-    first child. Never across the anchored-box flag (the `unanchored` setting chunks by it), never a
+    """A small section joins its parent or previous sibling; an empty section takes in its first
+    child. Never into the text before the first heading or an h1 section (the page's title: its
+    sections keep their own links), never across the anchored-box flag (the `unanchored` setting chunks by it), never a
     section with tables (they keep their own heading), never beyond max_chars."""
-    if not section.lines or section.tables or prev.level == 0 or prev.has_anchored_box != section.has_anchored_box:
+    if not section.lines or section.tables or prev.level <= 1 or prev.has_anchored_box != section.has_anchored_box:
         return False
     if len(prev.text) + len(section.heading) + len(section.text) + 2 > max_chars:
         return False
     child = _inside(section, prev)
     sibling = section.parents == prev.parents
-    return ((len(section.text) < min_chars and prev.lines and (child or sibling))
-            or (len(prev.text) < min_chars and child))
+    return (len(section.text) < min_chars and bool(prev.lines) and (child or sibling)) or (not prev.lines and child)
 
 
 def _inside(section: _Section, outer: _Section) -> bool:
@@ -272,7 +279,9 @@ def _key(path: tuple[str, ...]) -> str:
 
 @lru_cache(maxsize=4096)
 def _slug(heading: str) -> str:
-    from .ids import load_glossary, slug_for  # ids imports scan, which may import this module
+    from .ids import (  # ids imports scan, which may import this module
+        slug_for,
+    )
 
     slug = slug_for(heading, _glossary()) if heading else "top"
     if not slug or slug.isdigit():

@@ -6,7 +6,11 @@ All pages here are written for these tests."""
 import lxml.html
 import pytest
 
-from knowledge_build.content_type import detect_content_type, text_table_rows, text_tables
+from knowledge_build.content_type import (
+    detect_content_type,
+    text_table_rows,
+    text_tables,
+)
 from knowledge_build.fragments import fragment_lands, parse_text_directives
 from knowledge_build.kinds import KNOWLEDGE_ID
 from knowledge_build.sections import page_parts, page_text
@@ -263,3 +267,16 @@ def test_text_table_rows_finds_the_rows_of_a_markdown_or_tab_table():
 def test_page_text_has_one_block_a_line_and_leaves_math_out():
     root = parse(r"<h2>見出し</h2><p>式 \(x^2\) の値</p><ul><li>一</li><li>二</li></ul>")
     assert page_text(root) == "見出し\n式\nの値\n一\n二"
+
+
+def test_a_lone_h1_is_the_page_title_in_breadcrumbs_but_not_in_keys():
+    body = f"<section id=\"s1\"><h2>1. 定義</h2><p>{LONG}</p><h3>▶ 詳しく</h3><p>{LONG}</p></section>"
+    source, _ = parts_of(body, min_chars=10)
+    built, _ = parts_of(f"<h1>🥧 おうぎ形</h1><p>標準</p>{body}", min_chars=10)
+    assert [(p.key, p.fragment) for p in source] == [(p.key, p.fragment) for p in built if p.level > 1]
+    assert built[-1].parents == ("🥧 おうぎ形", "1. 定義")
+
+
+def test_sections_are_not_merged_into_the_page_title():
+    parts, _ = parts_of("<h1>題</h1><p>標準</p><h2>短い節</h2><p>短い。</p>", min_chars=50)
+    assert [p.heading for p in parts] == ["題", "短い節"]
