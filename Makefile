@@ -7,7 +7,7 @@ INDEX  ?= $(SITE)/_site/knowledge/v1
 QUERY  ?= 二次方程式を公式で解きたい
 SHARED ?= ../shared
 
-.PHONY: index test install install-test jekyll check eval bench serve report clean
+.PHONY: index test install install-test jekyll chromium check eval bench serve report clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed-local
 
-install-test: $(VENV)/.installed-test jekyll
+install-test: $(VENV)/.installed-test jekyll chromium
 
 # Jekyll 4 from Debian, for the tests that run a real `jekyll build`.
 jekyll:
@@ -31,6 +31,14 @@ jekyll:
 	  echo "Installing Jekyll (Debian package)…"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq jekyll >/dev/null; }
+
+# Debian's Chromium (and its driver), for the `browser` tests that open pages through playwright;
+# playwright's own browser download is never used.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "Installing Chromium (Debian packages)…"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; }
 
 index: install
 	$(BIN)/knowledge-build build --site $(SITE)

@@ -1,0 +1,212 @@
+"""A parsed page as a flat list of text blocks in document order: what sections.py splits.
+
+Each block is one block-level element's own text (a paragraph, a list item, a table cell …) with
+two readings: `visible`, the text a browser shows and matches text fragments against (math spans
+left out, since the browser shows them typeset), and `content`, the part of it that belongs to a
+section (inside the main content; not in nav/header/footer/button, a `<summary>` label, svg, a table
+or an anchored box). Headings of the main content, tables and anchored boxes are marker blocks.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from .tex import MATH_SPAN
+
+HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_INVISIBLE = {"script", "style", "template", "noscript", "head", "title", "meta", "link", "math"}
+_NOT_CONTENT = {"nav", "header", "footer", "button", "summary", "svg"}
+_BLOCK_TAGS = {
+    "address", "article", "aside", "blockquote", "br", "caption", "dd", "details", "div", "dl", "dt",
+    "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li",
+    "main", "nav", "ol", "p", "pre", "section", "summary", "table", "tbody", "td", "text", "tfoot", "th",
+    "thead", "tr", "ul", "body", "html", "svg",
+}
+
+
+@dataclass(frozen=True)
+class Block:
+    visible: str  # visible text, lines folded, math left out
+    content: str = ""  # section text ("" when not content); `<pre>` keeps its lines and tabs
+    line: int = 0
+    link_chars: int = 0  # characters of content that are link text
+    level: int = 0  # a section heading: 1..6
+    anchor: str | None = None  # a section heading's id, or its wrapper's
+    anchored: bool = False  # an anchored box starts here
+    table: object = None  # a content <table> starts here (lxml element)
+
+
+class _State(NamedTuple):
+    in_main: bool = False
+    excluded: bool = False  # not section content (noise, summary, table, anchored box)
+    link: bool = False
+    pre: bool = False
+
+
+def page_blocks(root, *, anchored: set) -> list[Block]:
+    """The blocks of the page under `root` (see the module docstring)."""
+    main = _main_content(root)
+    builder = _Builder()
+    todo: list = [(root, _State())]
+    while todo:
+        item, state = todo.pop()
+        if isinstance(item, str):
+            builder.add(item, state)
+            continue
+        if item is None:  # the end of a block-level element
+            builder.flush()
+            continue
+        _enter(item, state, main, anchored, builder, todo)
+    builder.flush()
+    return builder.blocks
+
+
+def visible_text(blocks: list[Block]) -> str:
+    return "\n".join(b.visible for b in blocks if b.visible)
+
+
+def _enter(el, state: _State, main, anchored: set, builder: _Builder, todo: list) -> None:
+    if el.tail:
+        todo.append((el.tail, state))
+    tag = el.tag if isinstance(el.tag, str) else ""
+    if not tag or tag in _INVISIBLE or el.get("hidden") is not None:
+        return
+    if el is main:
+        state = state._replace(in_main=True)
+    content = state.in_main and not state.excluded
+    line = el.sourceline or 0
+    if content and tag in HEADINGS:
+        text = _fold(_plain(el))
+        if text:
+            builder.flush()
+            builder.blocks.append(Block(text, line=line, level=HEADINGS[tag], anchor=_anchor(el)))
+            return
+    if tag == "svg":  # thousands of shapes; only its text labels are seen, each a block
+        builder.flush()
+        builder.blocks.extend(Block(t, line=line) for t in _svg_labels(el))
+        return
+    block = tag in _BLOCK_TAGS
+    if block:
+        builder.flush()
+        todo.append((None, state))
+    if content and el in anchored:
+        builder.blocks.append(Block("", line=line, anchored=True))
+        state = state._replace(excluded=True)
+    elif content and tag == "table":
+        builder.blocks.append(Block("", line=line, table=el))
+        state = state._replace(excluded=True)
+    elif tag in _NOT_CONTENT:
+        state = state._replace(excluded=True)
+    if tag == "a":
+        state = state._replace(link=True)
+    if tag == "pre":
+        state = state._replace(pre=True)
+    todo.extend((child, state) for child in reversed(el))
+    if el.text:
+        todo.append((el.text, state))
+    builder.at(line)
+
+
+class _Builder:
+    def __init__(self):
+        self.blocks: list[Block] = []
+        self.visible: list[str] = []
+        self.content: list[str] = []
+        self.links: list[str] = []
+        self.pre = False
+        self.line = 0
+        self.next_line = 0
+
+    def at(self, line: int) -> None:
+        self.next_line = line or self.next_line
+
+    def add(self, text: str, state: _State) -> None:
+        if not self.visible:
+            self.line = self.next_line
+        self.visible.append(text)
+        if state.in_main and not state.excluded:
+            self.content.append(text)
+            self.pre |= state.pre
+            if state.link:
+                self.links.append(text)
+
+    def flush(self) -> None:
+        if not self.visible:
+            return
+        raw = "".join(self.visible)
+        if raw.isspace():  # the indentation between tags: most flushes
+            self.visible, self.content, self.links, self.pre = [], [], [], False
+            return
+        visible = "\n".join(filter(None, (_fold(line) for line in MATH_SPAN.sub("\n", raw).splitlines())))
+        content = "".join(self.content)
+        content = _pre_lines(content) if self.pre else _fold(content)
+        if visible or content:
+            self.blocks.append(Block(visible, content, self.line, len(_fold("".join(self.links)))))
+        self.visible, self.content, self.links, self.pre = [], [], [], False
+
+
+def _svg_labels(svg) -> list[str]:
+    labels = (_fold(MATH_SPAN.sub(" ", "".join(t.itertext()))) for t in svg.iter("text"))
+    return [label for label in labels if label]
+
+
+def _main_content(root):
+    for tag in ("article", "main", "body"):
+        found = root if root.tag == tag else next(root.iter(tag), None)
+        if found is not None:
+            return found
+    return root
+
+
+def _anchor(heading) -> str | None:
+    """The heading's id, else the id of the closest element that the heading opens (nothing of it
+    comes before the heading: `<section id="s1"><h2>`), so `page#id` lands on the heading."""
+    node = heading
+    while node is not None:
+        if node.get("id"):
+            return node.get("id")
+        parent = node.getparent()
+        if parent is None or (parent.text or "").strip():
+            return None
+        first = next((c for c in parent if isinstance(c.tag, str)), None)
+        if first is not node or any((c.tail or "").strip() for c in parent if c is not node and _before(c, node)):
+            return None
+        node = parent
+    return None
+
+
+def _before(child, node) -> bool:
+    for c in child.itersiblings():
+        if c is node:
+            return True
+    return False
+
+
+def _plain(el) -> str:
+    """The visible text of an element (a heading), math left out."""
+    parts: list[str] = []
+    todo: list = [el.text or ""] + [child for child in el]
+    todo.reverse()
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            parts.append(item)
+            continue
+        if item.tail:
+            todo.append(item.tail)
+        if isinstance(item.tag, str) and item.tag not in _INVISIBLE and item.get("hidden") is None:
+            todo.extend(reversed(item))
+            if item.text:
+                todo.append(item.text)
+    return MATH_SPAN.sub(" ", "".join(parts))
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _pre_lines(text: str) -> str:
+    lines = (re.sub(r"[ \u3000]+$", "", line) for line in text.splitlines())
+    return "\n".join(line for line in lines if line.strip())

@@ -1,0 +1,199 @@
+"""Links that land, in a real browser: Debian's headless Chromium opens pages served on 127.0.0.1.
+
+- Every link `section_fragment` makes for a long test page (Japanese headings, a repeated heading, a
+  ▶ heading that is a prefix of an earlier one, an emoji heading, an id) scrolls its heading into view,
+  and for the repeated heading it is the *second* one.
+- The coverage report's page table sorts when a header is clicked (README: "a sortable row per page").
+
+Chromium scrolls to a text fragment only when the navigation comes from the browser itself (a typed
+URL, a bookmark) or carries a user activation (a click), and never in an iframe: a page's own
+`location.href = …` without a click does not scroll, so a page cannot probe another page's text.
+`page.goto()` sends CDP `Page.navigate`, which Chromium treats as a browser-initiated navigation, so
+each link is opened with goto in a fresh tab (not by script, not by changing the hash of an open page).
+
+Waits are bounded by KB_TEST_TIMEOUT (seconds, default 120); nothing is timed.
+"""
+
+import functools
+import html
+import http.server
+import os
+import re
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from knowledge_build.fragments import section_fragment
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_MS = float(os.environ.get("KB_TEST_TIMEOUT", "120")) * 1000
+CHROMIUM = os.environ.get("KB_CHROMIUM", "/usr/bin/chromium")
+
+# The test page: (tag, text, id) blocks; tall empty gaps (no text) between sections keep each
+# heading's neighbours out of the viewport, so "in view" means "this one".
+GAP = ("gap", "", None)
+PAGE = [
+    ("h1", "図形の面積", None), ("p", "長方形と三角形の面積を学びます。", None), GAP,
+    ("h2", "1. テーマの定義", "section1"), ("p", "面積とは広さのことです。", None), GAP,
+    ("h3", "▶ 長方形の面積", None), ("p", "長方形の面積は縦×横で求めます。", None), GAP,
+    ("h3", "練習問題", None), ("p", "三角形の面積を求めよ。", None), GAP,
+    ("h2", "2. 図形の問題", None), ("p", "いろいろな図形を扱います。", None), GAP,
+    ("h3", "練習問題", None), ("p", "長方形の周の長さを求めよ。", None), GAP,
+    ("h3", "▶ 長方形", None), ("p", "縦と横を測ります。", None), GAP,
+    ("h3", "📎 関連教材", None), ("p", "三角形の面積、台形の面積", None), GAP,
+    ("h3", "Q&A - よくある質問, その他", None), ("p", "質問はこちら。", None), GAP,
+]
+HEADINGS = [i for i, (tag, _, _) in enumerate(PAGE) if tag in ("h2", "h3")]
+
+
+def _page_html() -> str:
+    body = []
+    for n, (tag, text, id_) in enumerate(PAGE):
+        if tag == "gap":
+            body.append('<div class="gap"></div>')
+            continue
+        id_attr = f' id="{id_}"' if id_ else ""
+        body.append(f'<{tag} data-n="{n}"{id_attr}>{html.escape(text)}</{tag}>')
+    return ("<!DOCTYPE html><html lang=\"ja\"><head><meta charset=\"utf-8\"><title>面積</title>"
+            "<style>.gap { height: 150vh; }</style></head><body>\n" + "\n".join(body) + "\n</body></html>")
+
+
+def _link(n: int) -> str:
+    """The fragment for block n, from the page's visible text before and after it (blocks on lines)."""
+    texts = [text for tag, text, _ in PAGE]
+    tag, heading, id_ = PAGE[n]
+    return section_fragment(heading, anchor=id_, text_before="\n".join(texts[:n]),
+                            text_after="\n".join(texts[n + 1:]))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("the playwright package is not installed; `make test` installs the test extra")
+    if shutil.which(CHROMIUM) is None:
+        pytest.fail(f"Chromium not found at {CHROMIUM}; `make test` installs Debian's chromium package "
+                    "(or set KB_CHROMIUM)")
+    with sync_playwright() as playwright:
+        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"],
+                                              timeout=TIMEOUT_MS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A real HTTP server on 127.0.0.1 serving a directory; yields (root, base URL)."""
+    root = tmp_path_factory.mktemp("www")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=root))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield root, f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def tab(browser):
+    page = browser.new_page(viewport={"width": 1000, "height": 700})
+    page.set_default_timeout(TIMEOUT_MS)
+    yield page
+    page.close()
+
+
+# Whether block n is in the viewport after a scroll: the browser answers, polled until true or timeout.
+IN_VIEW = """n => {
+  const el = document.querySelector(`[data-n="${n}"]`);
+  const top = Math.round(el.getBoundingClientRect().top);  // an id scroll leaves it at -0.5 or so
+  return window.scrollY > 0 && top >= 0 && top < window.innerHeight;
+}"""
+WHERE = """() => ({scrollY: window.scrollY, inView: [...document.querySelectorAll("[data-n]")]
+  .filter(el => { const t = el.getBoundingClientRect().top; return t >= 0 && t < innerHeight; })
+  .map(el => el.textContent)})"""
+
+
+def _open_and_expect_in_view(tab, url: str, n: int, tmp_path: Path):
+    tab.goto(url, wait_until="load")
+    try:
+        tab.wait_for_function(IN_VIEW, arg=n, timeout=TIMEOUT_MS)
+    except Exception as error:  # playwright's TimeoutError: report where the page is instead
+        shot = tmp_path / f"block{n}.png"
+        tab.screenshot(path=str(shot))
+        pytest.fail(f"{url} did not bring {PAGE[n][1]!r} into view: {tab.evaluate(WHERE)} "
+                    f"(screenshot {shot}; {type(error).__name__})")
+
+
+@pytest.mark.parametrize("n", HEADINGS, ids=[PAGE[n][1] for n in HEADINGS])
+def test_section_link_scrolls_its_heading_into_view(browser, server, tab, tmp_path, n):
+    root, base = server
+    (root / "面積.html").write_text(_page_html(), encoding="utf-8")
+    url = f"{base}/%E9%9D%A2%E7%A9%8D.html#{_link(n)}"
+    _open_and_expect_in_view(tab, url, n, tmp_path)
+
+
+def test_link_to_a_repeated_heading_lands_on_the_second_one(browser, server, tab, tmp_path):
+    root, base = server
+    (root / "面積.html").write_text(_page_html(), encoding="utf-8")
+    first, second = [n for n in HEADINGS if PAGE[n][1] == "練習問題"]
+    fragment = _link(second)
+    assert fragment != _link(first)  # context was added; the first needs none
+    _open_and_expect_in_view(tab, f"{base}/%E9%9D%A2%E7%A9%8D.html#{fragment}", second, tmp_path)
+    assert not tab.evaluate(IN_VIEW, first)
+
+
+def test_plain_link_to_a_repeated_heading_would_land_on_the_first_one(browser, server, tab, tmp_path):
+    """The hazard the context fixes, shown in the same browser (so the test above can fail)."""
+    root, base = server
+    (root / "面積.html").write_text(_page_html(), encoding="utf-8")
+    first, _ = [n for n in HEADINGS if PAGE[n][1] == "練習問題"]
+    plain = _link(first)
+    _open_and_expect_in_view(tab, f"{base}/%E9%9D%A2%E7%A9%8D.html#{plain}", first, tmp_path)
+
+
+def test_coverage_report_rows_sort_when_a_header_is_clicked(browser, server, tab, site_dir, fake_embedder):
+    from click.testing import CliRunner
+
+    from knowledge_build import build, load_config
+    from knowledge_build.cli import main
+
+    root, base = server
+    build(load_config(site=site_dir), embedder=fake_embedder)
+    result = CliRunner().invoke(main, ["report", "--site", str(site_dir), "--out", str(root / "report.html")])
+    assert result.exit_code == 0, result.output
+    tab.goto(f"{base}/report.html", wait_until="load")
+    headers = [h.strip() for h in tab.locator("#pages thead th").all_inner_texts()]
+    for name in ("coverage", "rule"):
+        column = headers.index(name)
+        before = _column(tab, column)
+        assert len(set(before)) > 1, f"the sample site's {name} column has one value; the test could not fail"
+        tab.locator("#pages thead th").nth(column).click()
+        descending = _column(tab, column)
+        tab.locator("#pages thead th").nth(column).click()
+        ascending = _column(tab, column)
+        assert descending == sorted(before, reverse=True) and ascending == sorted(before)
+    assert sorted(_column(tab, 0, number=False)) == sorted(_page_paths(root / "report.html"))
+
+
+def _column(tab, column: int, number: bool = True) -> list:
+    cells = tab.locator(f"#pages tbody tr td:nth-child({column + 1})").all_inner_texts()
+    if not number:
+        return ["".join(c.split()) for c in cells]
+    return [float(re.match(r"-?[\d.]+", c.strip()).group()) for c in cells]
+
+
+def _page_paths(report: Path) -> list[str]:
+    """Each page row's first cell as the served HTML has it (rows are moved, never lost)."""
+    from lxml import html as lxml_html
+
+    tree = lxml_html.fromstring(report.read_text(encoding="utf-8"))
+    return ["".join(td.text_content().split()) for td in tree.xpath('//table[@id="pages"]/tbody/tr/td[1]')]
