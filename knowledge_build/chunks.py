@@ -1,7 +1,8 @@
 """`Page` -> `Chunk`: every field of the chunk contract is decided here.
 
 learns resolution (yaml > attribute > heuristic), excerpt, URL, the text that is embedded
-and its content_hash.
+and its content_hash. Boxes come from the page's knowledge elements; sections and tables from
+its parts (sections.py), chosen by the `sections` setting (see `wanted_parts`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from .diagnostics import Diagnostic
-from .kinds import LEVELS, learns_templates
+from .kinds import BY_TYPE, LEVELS, learns_templates
 from .learns_gen import source_hash
 from .scan import KnowledgeElement, Page
 from .site import Site
@@ -44,6 +45,7 @@ class Chunk:
     line: int = 0
     source_path: str = ""
     label: str = ""  # the box's number label (「コツ2」「練習1」) taken off its title
+    parents: tuple[str, ...] = ()  # sections and tables: the enclosing headings (breadcrumb), outermost first
 
     def to_dict(self) -> dict:
         # Every field is a str, int or tuple of str, so a shallow copy is enough; asdict's recursive
@@ -51,6 +53,10 @@ class Chunk:
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["learns"] = list(self.learns)
         data["prerequisites"] = list(self.prerequisites)
+        if self.parents:
+            data["parents"] = list(self.parents)
+        else:
+            del data["parents"]  # optional: a box's JSON is what it was before sections existed
         return data
 
     @classmethod
@@ -58,12 +64,14 @@ class Chunk:
         values = dict(data)
         values["learns"] = tuple(values.get("learns") or ())
         values["prerequisites"] = tuple(values.get("prerequisites") or ())
+        values["parents"] = tuple(values.get("parents") or ())
         known = cls.__dataclass_fields__
         return cls(**{k: v for k, v in values.items() if k in known})
 
     @property
     def embed_text(self) -> str:
-        return embed_text(self.title, self.embedded_learns, self.content, self.material_title)
+        return embed_text(self.title, self.embedded_learns, retrieval_content(self.content), self.material_title,
+                          self.parents)
 
     @property
     def embedded_learns(self) -> tuple[str, ...]:
@@ -71,10 +79,25 @@ class Chunk:
         return embedded_learns(self.learns, self.learns_source, self.type, self.title)
 
 
-def embed_text(title: str, learns, content: str, material_title: str = "") -> str:
-    """What the passage embedding sees: title, what it teaches (when it says anything), then the text."""
+def embed_text(title: str, learns, content: str, material_title: str = "", parents=()) -> str:
+    """What the passage embedding sees: title (after the page title and, for a section, its
+    breadcrumb), what it teaches (when it says anything), then the text."""
+    title = " > ".join((*parents, title))
     head = f"{material_title}: {title}" if material_title else title
     return "\n".join([head, *([" / ".join(learns)] if learns else []), content])
+
+
+# A table chunk shows a row of context either side of its own rows; those lines start with this
+# mark and are left out of what the channels read, so the chunk whose own row holds a cell ranks
+# first, not its neighbours (tables.py, ROW_CONTEXT).
+CONTEXT_MARK = "(context) "
+
+
+def retrieval_content(content: str) -> str:
+    """The content the embedding and the lexical channel read: without marked context rows."""
+    if CONTEXT_MARK not in content:
+        return content
+    return "\n".join(line for line in content.split("\n") if not line.startswith(CONTEXT_MARK))
 
 
 @dataclass
@@ -83,24 +106,49 @@ class ChunkSet:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def make_chunks(site: Site, pages: list[Page]) -> ChunkSet:
+def make_chunks(site: Site, pages: list[Page], sections: str = "off") -> ChunkSet:
     result = ChunkSet()
-    where: dict[str, str] = {}
+    owner: dict[str, Page] = {}
+    for page in pages:  # a page with boxes keeps its name against a page of sections only
+        if page.elements:
+            owner.setdefault(page.material, page)
     labels = bold_labels(pages)
     for page in pages:
-        if page.elements and page.material in where:
-            result.diagnostics.append(Diagnostic(
-                str(page.path), 1, 1, "error", "duplicate-material",
-                f"material name '{page.material}' is also used by {where[page.material]}; "
-                "chunk ids (material#anchor) would collide", "rename one of the two files"))
-            continue
-        if page.elements:
-            where[page.material] = page.rel
+        parts = wanted_parts(page.parts, sections)
+        if page.elements or parts:
+            first = owner.setdefault(page.material, page)
+            if first is not page:
+                result.diagnostics.append(_duplicate_material(page, first.rel))
+                continue
         meta = _page_meta(site, page, result.diagnostics)
         for element in page.elements:
             result.chunks.append(_chunk(site, page, element, meta, labels))
+        result.chunks += [part_chunk(site, page, part, meta) for part in parts]
     result.chunks.sort(key=lambda c: c.id)
     return result
+
+
+def _duplicate_material(page: Page, other: str) -> Diagnostic:
+    """Two pages of one file name: an error when boxes collide (the build stops), a warning when only
+    sections would (sites have many index.html pages; the second one's sections are not indexed)."""
+    if page.elements:
+        return Diagnostic(str(page.path), 1, 1, "error", "duplicate-material",
+                          f"material name '{page.material}' is also used by {other}; "
+                          "chunk ids (material#anchor) would collide", "rename one of the two files")
+    return Diagnostic(str(page.path), 1, 1, "warning", "duplicate-material",
+                      f"material name '{page.material}' is also used by {other}, so this page's sections are not "
+                      "indexed (chunk ids material#sec-… would collide)",
+                      "rename one of the two files, or add the page to 'exclude'")
+
+
+def wanted_parts(parts: list, sections: str) -> list:
+    """The parts the `sections` setting makes chunks of: none (off), those that hold no anchored box
+    (unanchored: the content no box chunk covers), or all of them."""
+    if sections == "all":
+        return list(parts)
+    if sections == "unanchored":
+        return [p for p in parts if not p.has_anchored_box]
+    return []
 
 
 LABEL_BOXES = 3  # a bold word in this many boxes of the site is a label (解き方, 答え), not a term
@@ -158,6 +206,63 @@ def _chunk(site: Site, page: Page, element: KnowledgeElement, meta: dict, labels
         source_path=page.rel,
         label=element.label,
     )
+
+
+def part_chunk(site: Site, page: Page, part, meta: dict) -> Chunk:
+    """A section or table part as a chunk: anchor `sec-<key>`/`tbl-<key>`, the link that lands on it
+    (the page's URL + its fragment), the heading as title and the enclosing headings as breadcrumb."""
+    type_ = "table" if part.kind == "table" else "section"
+    anchor = f"{BY_TYPE[type_].prefix}-{part.key}"
+    title = section_title(part.heading) or meta["title"] or page.material
+    content = _marked_context(part.text, part.core) if type_ == "table" else _worded_lines(part.text)
+    element = KnowledgeElement(id=anchor, type=type_, title=title, text=content, line=part.line)
+    learns, source = resolve_learns(site, page, element)
+    fragment = f"#{part.fragment}" if part.fragment else ""
+    return Chunk(
+        id=f"{page.material}#{anchor}", material=page.material, anchor=anchor,
+        url=f"{site.baseurl}{page.url_path}{fragment}", title=title, content=content,
+        excerpt=excerpt(retrieval_content(content)), learns=learns, learns_source=source,
+        type=type_, category=meta["category"], level=meta["level"], prerequisites=meta["prerequisites"],
+        content_hash=content_hash(embed_text(title, embedded_learns(learns, source, type_, title),
+                                             retrieval_content(content), meta["title"], part.parents)),
+        material_title=meta["title"], line=part.line, source_path=page.rel, parents=part.parents,
+    )
+
+
+# Decoration before a heading's words: emoji, and a shape (▶ ■ ●) followed by a space. A shape
+# without a space is part of the words (△ABC).
+_DECORATION = re.compile("^(?:[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\uFE0F\u200D]+\\s*"
+                         "|[\u25A0-\u25FF\u2605\u2606]+\\s+)+")
+
+
+def section_title(heading: str) -> str:
+    """A heading as a chunk title: its leading decoration (▶, 📌) dropped; the link keeps the heading
+    as the page shows it."""
+    return _DECORATION.sub("", heading).strip() or heading.strip()
+
+
+def _worded_lines(text: str) -> str:
+    """A section's lines that have a word or number: a line of brackets or arrows alone (「［］」 left
+    where a source page's Liquid tag was) says nothing."""
+    return "\n".join(line for line in text.split("\n") if _WORD_CHAR.search(line))
+
+
+_WORD_CHAR = re.compile(r"\w")
+
+
+def _marked_context(text: str, core: str) -> str:
+    """The table part's text with each context row (a line not in `core`, in order) marked."""
+    if not core or core == text:
+        return text
+    own = core.split("\n")
+    out, at = [], 0
+    for line in text.split("\n"):
+        if at < len(own) and line == own[at]:
+            out.append(line)
+            at += 1
+        else:
+            out.append(CONTEXT_MARK + line)
+    return "\n".join(out)
 
 
 def content_hash(text: str) -> str:

@@ -15,7 +15,7 @@ import click
 
 import knowledge_build as kb
 
-from .cli_common import (_PATH, DATABASE_OPTION, INDEX_OPTION, SITE_OPTION, _fail_on_library_errors,
+from .cli_common import (_PATH, DATABASE_OPTION, INDEX_OPTION, SECTIONS_OPTION, SITE_OPTION, _fail_on_library_errors,
                          _print_diagnostics)
 from .diagnostics import printable
 from .kinds import LEVELS, TYPES
@@ -61,16 +61,17 @@ def _log_to_stderr() -> None:
               help="openai, openai-compatible: seconds to wait for each request. Default: 600.")
 @click.option("--cache-dir", type=_PATH, help="Where embedded vectors and lexical tokens are cached. "
               "Default: ~/.cache/knowledge-build.")
+@SECTIONS_OPTION
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-v", "--verbose", is_flag=True, help="Also print informational diagnostics.")
 @_fail_on_library_errors
 def build(site, output, baseurl, embedder, embedding_model, embedding_dimensions, base_url, batch_size,
-          embedding_timeout, cache_dir, fmt, verbose):
+          embedding_timeout, cache_dir, sections, fmt, verbose):
     """Scan the site, embed new or changed chunks, and write the artifact set."""
     config = kb.load_config(site=site, output=output, baseurl=baseurl, embedder=embedder,
                             embedding_model=embedding_model, embedding_dimensions=embedding_dimensions,
                             base_url=base_url, batch_size=batch_size, embedding_timeout=embedding_timeout,
-                            cache_dir=cache_dir)
+                            cache_dir=cache_dir, sections=sections)
     result = kb.build(config, progress=fmt == "text" and sys.stderr.isatty())
     _print_diagnostics(result.diagnostics, verbose)
     summary = _build_summary(result)
@@ -262,14 +263,15 @@ def convert_squad_command(source, output, limit):
 @SITE_OPTION
 @INDEX_OPTION
 @click.option("--out", type=_PATH, default=Path("reports/coverage.html"), show_default=True, help="HTML file to write.")
+@SECTIONS_OPTION
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_fail_on_library_errors
-def report(site, index_dir, out, fmt):
-    """Write the content coverage report: per page, anchored boxes by type, boxes without ids,
-    heuristic learns and findings, with the index's version and embedder."""
+def report(site, index_dir, out, sections, fmt):
+    """Write the content coverage report: per page, chunks by type (boxes, sections, tables), boxes
+    without ids, heuristic learns and findings, with the index's version and embedder."""
     from .report import coverage, write_report
 
-    data = coverage(kb.load_config(site=site, index=index_dir))
+    data = coverage(kb.load_config(site=site, index=index_dir, sections=sections))
     write_report(data, out)
     if fmt == "json":
         click.echo(json.dumps({**data["totals"], "out": str(out)}, ensure_ascii=False, indent=2))
@@ -277,7 +279,8 @@ def report(site, index_dir, out, fmt):
     t = data["totals"]
     click.echo(f"{t['pages']} pages: {t['anchored']} anchored boxes, {t['unanchored']} without id, "
                f"{t['pages_without_knowledge_anchors']} pages without rule/method/def/tip anchors, "
-               f"{t['heuristic_learns']} chunks with heuristic learns. Wrote {out}.")
+               f"{t['heuristic_learns']} chunks with heuristic learns, {t['section']} section and {t['table']} table "
+               f"chunks, {t['pages_only_sections']} pages indexed only by sections. Wrote {out}.")
 
 
 @main.group()

@@ -9,6 +9,8 @@ import click
 
 import knowledge_build as kb
 
+from .config import SECTION_MODES
+
 _PATH = click.Path(path_type=Path)
 
 
@@ -43,3 +45,8 @@ INDEX_OPTION = click.option("--index", "index_dir", type=_PATH,
 DATABASE_OPTION = click.option("--database-url",
                                help="PostgreSQL/pgvector URL (Supabase: the connection string). "
                                     "Default: setting database_url (KB_DATABASE_URL).")
+# Commands that extract chunks from the site (build, check, report, validate).
+SECTIONS_OPTION = click.option("--sections", type=click.Choice(SECTION_MODES),
+                               help="Which content outside anchored boxes becomes section/table chunks: off, "
+                                    "unanchored (parts that hold no anchored box) or all. "
+                                    "Default: setting sections (KB_SECTIONS), else unanchored.")

@@ -10,7 +10,7 @@ import click
 
 import knowledge_build as kb
 
-from .cli_common import DATABASE_OPTION, INDEX_OPTION, SITE_OPTION, _fail_on_library_errors
+from .cli_common import DATABASE_OPTION, INDEX_OPTION, SECTIONS_OPTION, SITE_OPTION, _fail_on_library_errors
 
 
 def _report_diagnostics(diagnostics, fmt: str, strict: bool, summary: dict) -> None:
@@ -42,15 +42,16 @@ def _report_diagnostics(diagnostics, fmt: str, strict: bool, summary: dict) -> N
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
               help="github prints workflow annotations (::error file=…,line=…::…).")
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
+@SECTIONS_OPTION
 @_fail_on_library_errors
-def check(site, fmt, strict):
+def check(site, fmt, strict, sections):
     """Lint the site's anchors: boxes without ids (with a suggestion), bad ids, broken links, toc.
 
     Exit status: 0 clean, 1 on errors (and on warnings with --strict).
     """
     from .lint import check_site
 
-    result = check_site(kb.load_config(site=site))
+    result = check_site(kb.load_config(site=site, sections=sections))
     _report_diagnostics(result.diagnostics, fmt, strict, {"pages": result.pages})
 
 
@@ -112,8 +113,9 @@ def _print_suggestions(suggestions, write: bool, written: int, files: int, refus
                    "(implied by --database-url).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings (a stale index) too.")
+@SECTIONS_OPTION
 @_fail_on_library_errors
-def validate(site, index_dir, database_url, use_database, fmt, strict):
+def validate(site, index_dir, database_url, use_database, fmt, strict, sections):
     """Check that the index matches the HTML and that the artifact set is intact.
 
     Errors: an indexed anchor missing from the HTML (a broken link for the tutor), a damaged
@@ -122,7 +124,7 @@ def validate(site, index_dir, database_url, use_database, fmt, strict):
     from .config import require_database_url
     from .validate import validate_site
 
-    config = kb.load_config(site=site, index=index_dir, database_url=database_url)
+    config = kb.load_config(site=site, index=index_dir, database_url=database_url, sections=sections)
     url = require_database_url(config) if use_database or database_url else None
     diagnostics = validate_site(config, None, url)
     _report_diagnostics(diagnostics, fmt, strict, {})

@@ -18,6 +18,9 @@ from .yamlfile import load_file as load_yaml_file
 
 DEFAULT_BOX_CLASSES = BOX_CLASSES
 EMBEDDERS = ("local", "openai", "openai-compatible")
+# Which parts of a page outside anchored boxes become section/table chunks (sections.py):
+# none, the parts that hold no anchored box, or every part.
+SECTION_MODES = ("off", "unanchored", "all")
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class Config:
     chat_model: str | None = None  # the chat model; None: gpt-4o-mini (OpenAI) or what the server names
     missing_id: str = "warning"  # severity of a knowledge box without an id: error | warning | off
     prefix_mismatch: str = "warning"  # severity of an id prefix that contradicts its box
+    sections: str = "unanchored"  # off | unanchored | all: see SECTION_MODES
     sources: tuple[str, ...] = ()  # where each value came from, for --debug output
 
     def with_overrides(self, **values) -> "Config":
@@ -78,6 +82,7 @@ _ENV = {
     "KB_NOTES": "notes",
     "KB_CHAT_BASE_URL": "chat_base_url",
     "KB_CHAT_MODEL": "chat_model",
+    "KB_SECTIONS": "sections",
 }
 _PATHS = ("site", "output", "cache_dir", "glossary", "thesaurus", "generated_learns", "index", "notes")
 DEFAULT_NOTES = Path(".knowledge-notes.sqlite")
@@ -176,6 +181,12 @@ def _coerce_one(key: str, value, origin: str):
         return number
     if key in ("embedding_timeout", "database_timeout"):
         return positive_seconds(value, origin, key)
+    if key == "sections":
+        if value is False:  # YAML 1.1 reads an unquoted `sections: off` as false
+            value = "off"
+        if value not in SECTION_MODES:
+            raise ConfigError(f"{origin}: sections must be one of {', '.join(SECTION_MODES)}, got {value!r}.")
+        return value
     if key == "embedder":
         if value not in EMBEDDERS:
             raise ConfigError(

@@ -23,6 +23,17 @@ class SiteNotFound(KnowledgeBuildError):
         )
 
 
+class SectionsUnavailable(KnowledgeBuildError):
+    """Section and table chunks are named from their headings with the Japanese tokenizer, which is
+    not installed."""
+
+    def __init__(self, missing: str):
+        super().__init__(f"section and table chunks (setting 'sections') are named from their headings with the "
+                         f"Japanese tokenizer, which is not installed ({missing}). Fix: pip install "
+                         "'knowledge-build[ids]', or turn sections off (--sections off, KB_SECTIONS=off, "
+                         "or 'sections: off' in knowledge.yml).")
+
+
 class BuildFailed(KnowledgeBuildError):
     """The site has errors that make the output untrustworthy; nothing was written."""
 

@@ -41,6 +41,10 @@ KINDS: tuple[Kind, ...] = (
          ("「{topic}」を意識してミスを防ぐ", "つまずきやすい点を確認する")),
     Kind("example", "ex", "example-box", ("例題", "例を"),
          ("「{topic}」を例題で確認する", "解き方の流れを自分で再現する"), label_words=("練習", "演習", "問題")),
+    # Parts of a page outside anchored boxes (sections.py): found by the page's headings, not by an
+    # id, so their prefixes never mark an HTML id as a knowledge id. No words: 「表」 is also 「表す」.
+    Kind("section", "sec", "", (), ("「{topic}」の要点を理解する", "「{topic}」を自分の言葉で説明する"), anchored=False),
+    Kind("table", "tbl", "", (), ("「{topic}」の表を読み取る",), anchored=False),
 )
 
 # Order in which title words decide a suggested prefix: the most specific kind first
@@ -53,9 +57,22 @@ LABEL_PREFIX = {word: k.prefix for k in KINDS for word in k.label_words}
 LEVELS = ("基礎", "標準", "発展")
 
 BY_TYPE = {k.type: k for k in KINDS}
-BY_PREFIX = {k.prefix: k for k in KINDS}
 TYPES = tuple(k.type for k in KINDS)
-PREFIXES = tuple(k.prefix for k in KINDS)
+# Every chunk's anchor starts with one of these (the JSON schema's pattern).
+CHUNK_PREFIXES = tuple(k.prefix for k in KINDS)
+# Kinds found by an element id: only their prefixes make an HTML id a knowledge id.
+ANCHORED_KINDS = tuple(k for k in KINDS if k.anchored)
+ANCHORED_TYPES = tuple(k.type for k in ANCHORED_KINDS)
+BY_PREFIX = {k.prefix: k for k in ANCHORED_KINDS}
+PREFIXES = tuple(k.prefix for k in ANCHORED_KINDS)
+# Kinds derived from the page's structure (sections.py): `sections` setting, no id in the HTML.
+PART_TYPES = tuple(k.type for k in KINDS if not k.anchored)
+PART_PREFIXES = tuple(k.prefix for k in KINDS if not k.anchored)
+
+
+def is_part_anchor(anchor: str) -> bool:
+    """Whether a chunk's anchor names a section or table (sec-…, tbl-…), not an element id."""
+    return anchor.partition("-")[0] in PART_PREFIXES
 BOX_CLASSES = tuple(k.box_class for k in KINDS if k.box_class)
 # Which id prefixes each box class may carry.
 ALLOWED_PREFIXES = {k.box_class: (k.prefix, *k.also_in_box) for k in KINDS if k.box_class}

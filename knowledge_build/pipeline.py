@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .artifacts import ArtifactSet, assemble, check_output_dir, write_artifacts, write_latest
-from .chunks import Chunk, make_chunks
+from .chunks import Chunk, make_chunks, retrieval_content
 from .config import Config, generated_learns_path
 from .diagnostics import Diagnostic, has_errors
 from .embed import describe, get_embedder
@@ -43,7 +43,8 @@ class BuildResult:
 
 
 def extract(config: Config) -> Extraction:
-    """Scan the site and turn its knowledge elements into chunks (no model, no disk writes)."""
+    """Scan the site and turn its knowledge elements (and, by the `sections` setting, its sections and
+    tables) into chunks (no model, no disk writes)."""
     if config.site is None:
         raise ConfigError("no site given. Provide a --site flag, a KB_SITE environment variable, "
                           "or a 'site' key in knowledge.yml.")
@@ -52,8 +53,8 @@ def extract(config: Config) -> Extraction:
     site.generated_learns = load_generated(learns_file)
     if config.generated_learns is None and not learns_file.exists():
         site.diagnostics += old_generated_learns(learns_file)
-    pages = [scan_page(site, path, config.box_classes) for path in find_pages(site)]
-    chunk_set = make_chunks(site, pages)
+    pages = [scan_page(site, path, config.box_classes, config.sections) for path in find_pages(site)]
+    chunk_set = make_chunks(site, pages, config.sections)
     diagnostics = site.diagnostics + [d for p in pages for d in p.diagnostics] + chunk_set.diagnostics
     return Extraction(site, pages, chunk_set.chunks, diagnostics)
 
@@ -62,7 +63,8 @@ def lexical_text(chunk: Chunk) -> str:
     """What the lexical channel analyses: page title, box title, learns, content (analyze_box); learns
     as shown, template lines included: on JSQuAD they were BM25's only repetition of the title, see
     docs/retrieval.md."""
-    return box_text(chunk.material_title, chunk.title, f"{' '.join(chunk.learns)}\n{chunk.content}")
+    return box_text(chunk.material_title, " ".join((*chunk.parents, chunk.title)),
+                    f"{' '.join(chunk.learns)}\n{retrieval_content(chunk.content)}")
 
 
 def lexical_fields(chunks: list[Chunk], cache: TokenCache | None = None) -> dict[str, list[list[str]]]:

@@ -1,5 +1,8 @@
 """The content coverage report: which pages are well indexed, and what to fix first.
 
+Per page: chunks by type (section and table chunks included), boxes without id, heuristic learns of
+the boxes, coverage of the boxes by ids, and whether only sections index the page.
+
 Data first (`coverage`), then HTML rendered with jinja2 from the package's template.
 """
 
@@ -10,7 +13,7 @@ from pathlib import Path
 
 from .config import Config
 from .errors import ArtifactError, KnowledgeBuildError
-from .kinds import TYPES
+from .kinds import ANCHORED_TYPES, PART_TYPES, TYPES
 from .lint import check_site, display_path
 
 
@@ -23,9 +26,9 @@ def coverage(config: Config, index_dir: Path | None = None) -> dict:
         chunks_by_material.setdefault(chunk.material, []).append(chunk)
     rows = []
     for page in extraction.pages:
-        if not page.elements and not page.unanchored:
-            continue
         chunks = chunks_by_material.get(page.material, [])
+        if not page.elements and not page.unanchored and not chunks:
+            continue
         types = Counter(c.type for c in chunks)
         anchored = len(page.elements)
         rows.append({
@@ -33,8 +36,11 @@ def coverage(config: Config, index_dir: Path | None = None) -> dict:
             "level": str(page.front_matter.get("level") or ""), "category": str(page.front_matter.get("category") or ""),
             **{t: types.get(t, 0) for t in TYPES},
             "anchored": anchored, "unanchored": len(page.unanchored),
-            "knowledge_anchors": sum(types.get(t, 0) for t in TYPES if t != "example"),
-            "heuristic_learns": sum(c.learns_source == "heuristic" for c in chunks if c.type != "example"),
+            "knowledge_anchors": sum(types.get(t, 0) for t in ANCHORED_TYPES if t != "example"),
+            "heuristic_learns": sum(c.learns_source == "heuristic" for c in chunks
+                                    if c.type in ANCHORED_TYPES and c.type != "example"),
+            # what a tutor finds on this page comes from its headings only: no box is anchored
+            "only_sections": bool(chunks) and all(c.type in PART_TYPES for c in chunks),
             "coverage": round(100 * anchored / (anchored + len(page.unanchored))) if anchored + len(page.unanchored) else 100,
             "errors": findings[(str(page.path), "error")], "warnings": findings[(str(page.path), "warning")],
         })
@@ -47,6 +53,7 @@ def coverage(config: Config, index_dir: Path | None = None) -> dict:
             "pages_without_knowledge_anchors": sum(r["knowledge_anchors"] == 0 for r in rows),
             **{t: sum(r[t] for r in rows) for t in TYPES},
             "heuristic_learns": sum(r["heuristic_learns"] for r in rows),
+            "pages_only_sections": sum(r["only_sections"] for r in rows),
             "errors": result.count("error"), "warnings": result.count("warning"),
         },
         "findings": [{**d.to_dict(), "path": display_path(d.path)} for d in result.diagnostics if d.severity != "info"],

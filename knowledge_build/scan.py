@@ -1,4 +1,5 @@
-"""HTML page -> `Page` with its `KnowledgeElement`s (id, type, title, text, source line).
+"""HTML page -> `Page` with its `KnowledgeElement`s (id, type, title, text, source line), and, when
+the `sections` setting asks for them, its section and table `Part`s (sections.py) from the same parse.
 
 Works the same on Jekyll source pages (front matter + HTML) and on built HTML. Every
 problem becomes a `Diagnostic` naming file:line and the fix; nothing here raises for bad
@@ -80,9 +81,12 @@ class Page:
     unanchored: list[UnanchoredBox] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     unreadable: bool = False  # the file could not be read or decoded: nothing else is known
+    parts: list = field(default_factory=list)  # sections.Part: every section and table (`sections` not off)
 
 
-def scan_page(site: Site, path: Path, box_classes=()) -> Page:
+def scan_page(site: Site, path: Path, box_classes=(), sections: str = "off") -> Page:
+    """The page's knowledge elements; with `sections` other than "off" also all its parts (which of
+    them become chunks is chunks.py's choice)."""
     rel = path.relative_to(site.root)
     page = Page(path=path, rel=rel.as_posix(), material=path.stem, url_path="")
     text = _read_text(page)
@@ -94,7 +98,7 @@ def scan_page(site: Site, path: Path, box_classes=()) -> Page:
         _front_matter_from_source(page, source)
     page.url_path = permalink(site, rel, page.front_matter)
     if body.strip():
-        _scan_html(page, body, offset, tuple(box_classes))
+        _scan_html(page, body, offset, tuple(box_classes), sections != "off" and site.kind)
     if page.elements and site.kind == "source" and not page.has_front_matter:
         page.diagnostics.append(_diag(page, 1, 1, "warning", "no-front-matter",
                                       "page has knowledge elements but no front matter, so Jekyll copies it "
@@ -102,6 +106,29 @@ def scan_page(site: Site, path: Path, box_classes=()) -> Page:
                                       "add a front matter block (---\\ntitle: …\\nlevel: 標準\\n---) at the top"))
     page.title = str(page.front_matter.get("title") or page.title or page.material)
     return page
+
+
+def parse_page(path: Path):
+    """The parsed HTML of a page as scan_page parses it (front matter skipped), or None when it cannot
+    be read or parsed (scan_page reports why): for checks that need the page itself, such as whether
+    a section's link lands (validate)."""
+    page = Page(path=path, rel="", material=path.stem, url_path="")
+    text = _read_text(page)
+    if text is None:
+        return None
+    body, _ = _split_front_matter(page, text)
+    if not body.strip():
+        return None
+    try:
+        return lxml.html.document_fromstring(body, parser=_parser())
+    except (lxml.etree.ParserError, ValueError):
+        return None
+
+
+def _parser():
+    # huge_tree lifts libxml2's 10 MB text-node and 256-level limits (the files are the site's
+    # own); what still stops the parser is a FATAL entry, reported as an error by _scan_html.
+    return lxml.html.HTMLParser(recover=True, remove_comments=True, huge_tree=True)
 
 
 def _diag(page, line, col, severity, rule, message, fix="") -> Diagnostic:
@@ -205,10 +232,9 @@ def _front_matter_from_source(page: Page, source: Path) -> None:
     page.diagnostics.extend(shadow.diagnostics)
 
 
-def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...]) -> None:
-    # huge_tree lifts libxml2's 10 MB text-node and 256-level limits (the files are the site's
-    # own); what still stops the parser is a FATAL entry, reported as an error below.
-    parser = lxml.html.HTMLParser(recover=True, remove_comments=True, huge_tree=True)
+def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...], parts_of: str = "") -> None:
+    """Elements (and, when `parts_of` names the site's kind, parts) of the page's HTML."""
+    parser = _parser()
     try:
         root = lxml.html.document_fromstring(body, parser=parser)
     except (lxml.etree.ParserError, ValueError) as exc:
@@ -221,6 +247,7 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...])
     seen: dict[str, int] = {}
     box_lines: list[int] = []
     counted = [0, 0]  # knowledge ids, box class names: what the cheap lost-box check compares
+    anchored = set()  # every element with a knowledge id: sections leave their text to them
     for node in root.iter():
         if not isinstance(node.tag, str):
             continue
@@ -232,6 +259,7 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...])
             counted[0] += bool(KNOWLEDGE_ID.match(node_id))
             counted[1] += len(boxes)
         if KNOWLEDGE_ID.match(node_id):
+            anchored.add(node)
             element = _element(page, node, node_id, line, boxes)
             if node_id in seen:
                 page.diagnostics.append(_diag(page, line, 1, "error", "duplicate-id",
@@ -245,6 +273,52 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...])
             page.unanchored.append(UnanchoredBox(boxes[0], _title(node), line, node_id or None))
     if not stopped:
         _report_lost_boxes(page, body, offset, box_classes, box_lines, counted)
+    if parts_of:
+        page.parts = _parts(page, root, anchored, offset, body, source=parts_of == "source")
+
+
+_LIQUID = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
+_RAW = re.compile(r"\{%-?\s*(end)?raw\s*-?%\}")
+
+
+def _parts(page: Page, root, anchored: set, offset: int, body: str, source: bool) -> list:
+    """The page's section and table parts. Liquid in a Jekyll source page's text ({{ site.x }},
+    {% for %}) is template code: what a reader sees exists only after Jekyll renders it, so such a
+    page has no parts from its source (an info says so). Liquid in attributes (href="{{ … }}") does
+    not change the text; `{% raw %}` markers are taken out."""
+    from .sections import page_parts
+
+    if source and ("{{" in body or "{%" in body) and _liquid_in_text(root):
+        page.diagnostics.append(_diag(page, offset + 1, 1, "info", "sections-need-render",
+                                      "the page uses Liquid ({{ … }}, {% … %}), so its text is known only after "
+                                      "Jekyll renders it; its sections are not indexed from the source",
+                                      "index the rendered site (--site _site) to include them"))
+        return []
+    if source and "{%" in body:
+        _drop_raw_markers(root)
+    try:
+        return page_parts(root, anchored=anchored, line_offset=offset)
+    except ImportError as exc:  # fugashi/unidic-lite/jaconv: the keys of the chunk ids need them
+        from .errors import SectionsUnavailable
+
+        raise SectionsUnavailable(str(exc)) from exc
+
+
+def _liquid_in_text(root) -> bool:
+    return any(_LIQUID.search(_RAW.sub("", text)) for node in root.iter() if isinstance(node.tag, str)
+               for text in (node.text, node.tail) if text and "{" in text)
+
+
+def _drop_raw_markers(root) -> None:
+    """Take `{% raw %}`/`{% endraw %}` out of the text (the elements are already read, so changing
+    the tree here changes nothing else)."""
+    for node in root.iter():
+        if not isinstance(node.tag, str):
+            continue
+        if node.text and "{%" in node.text:
+            node.text = _RAW.sub("", node.text)
+        if node.tail and "{%" in node.tail:
+            node.tail = _RAW.sub("", node.tail)
 
 
 def _parser_messages(page: Page, error_log, offset: int) -> bool:

@@ -53,6 +53,7 @@ class Part:
     has_anchored_box: bool  # the section contains an anchored knowledge box
     header: tuple[str, ...] = ()  # tables: the header cells
     rows: tuple[int, int] = (0, 0)  # tables: first/last data row (1-based) this part holds
+    core: str = ""  # tables: `text` without the context rows (caption, header, the part's own rows)
 
 
 @dataclass
@@ -238,7 +239,7 @@ def _table_parts(base: Part, table: Table, line: int, key: str, table_id, max_ch
     fragment = table_id or base.fragment
     single = len(chunks) == 1
     return [replace(base, kind="table", text=c.text, line=line, fragment=fragment, header=table.header,
-                    rows=c.rows, key=key if single else f"{key}-r{c.rows[0]}-{c.rows[1]}") for c in chunks]
+                    rows=c.rows, core=c.core, key=key if single else f"{key}-r{c.rows[0]}-{c.rows[1]}") for c in chunks]
 
 
 def split_text(text: str, chunk_size: int, chunk_overlap: int) -> list[str]:

@@ -35,6 +35,7 @@ class Table:
 class TableChunk:
     text: str  # caption, header line, then the rows (context rows included), one per line
     rows: tuple[int, int]  # first/last data row (1-based) the chunk is about, context rows not counted
+    core: str = ""  # the text without the context rows: what a query about these rows should match
 
 
 def html_table(element) -> Table:
@@ -85,14 +86,14 @@ def chunk_table(table: Table, *, max_chars: int, rows_per_chunk: int = 1,
     head = [line for line in (table.caption, row_line(table.header)) if line]
     whole = "\n".join(head + lines)
     if not lines:
-        return [TableChunk(whole, (0, 0))] if whole else []
+        return [TableChunk(whole, (0, 0), whole)] if whole else []
     if len(lines) <= SMALL_TABLE_ROWS and len(whole) <= max_chars:
-        return [TableChunk(whole, (1, len(lines)))]
+        return [TableChunk(whole, (1, len(lines)), whole)]
     chunks = []
     for first in range(0, len(lines), max(rows_per_chunk, 1)):
         last = min(first + rows_per_chunk, len(lines))
         shown = lines[max(first - context, 0):last + context]
-        chunks.append(TableChunk("\n".join(head + shown), (first + 1, last)))
+        chunks.append(TableChunk("\n".join(head + shown), (first + 1, last), "\n".join(head + lines[first:last])))
     return chunks
 
 

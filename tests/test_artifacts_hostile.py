@@ -109,7 +109,7 @@ def test_a_vectors_file_larger_than_its_rows_and_dimension_is_refused_after_read
     _rewrite_manifest(built.output, lambda m: m["files"]["vectors.faiss"].update(size=3 * GIB))
     _rewrite_manifest(built.output, lambda m: m.update(build_id=build_id_of(m["files"])))
     spy = ReadSpy(monkeypatch)
-    with pytest.raises(ArtifactUnreadable, match=f"{3 * GIB} bytes, but 121 vectors of dimension 64 take"):
+    with pytest.raises(ArtifactUnreadable, match=f"{3 * GIB} bytes, but 159 vectors of dimension 64 take"):
         verify_set(built.output, FakeEmbedder())
     assert spy.limits("vectors.faiss") == [verify_module._flat_header_size()]
 
@@ -151,7 +151,7 @@ def test_a_manifest_missing_a_key_is_refused(built, key):
      r"knowledge_chunks.json \(materials\) holds \d+ entries, the manifest says"),
     (lambda m: m["counts"]["by_type"].update(rule=m["counts"]["by_type"]["rule"] + 1), CountMismatch,
      r"knowledge_chunks.json \(type 'rule'\) holds \d+ entries"),
-    (lambda m: m["counts"]["by_type"].update(section=1), CountMismatch, r"\(type 'section'\) holds 0 entries"),
+    (lambda m: m["counts"]["by_type"].update(glossary=1), CountMismatch, r"\(type 'glossary'\) holds 0 entries"),
     (lambda m: m.update(build_id="0123456789abcdef"), BuildIdMismatch, "build_id is '0123456789abcdef'"),
     (lambda m: m.update(metric="dot"), ManifestInvalid, "metric: 'cosine' was expected"),
     (lambda m: m.update(schema_version=2), SchemaVersionMismatch, "schema_version 2; this version"),
@@ -210,7 +210,7 @@ def test_lexical_rows_that_do_not_match_the_chunks_are_refused(built):
     lexical = json.loads((built.output / "lexical.json").read_text(encoding="utf-8"))
     lexical["fields"]["lemma"].pop()
     _forge(built.output, "lexical.json", json.dumps(lexical).encode())
-    with pytest.raises(CountMismatch, match="lexical.json field 'lemma' holds 120 entries, the manifest says 121"):
+    with pytest.raises(CountMismatch, match="lexical.json field 'lemma' holds 158 entries, the manifest says 159"):
         verify_set(built.output, FakeEmbedder())
 
 

@@ -67,7 +67,7 @@ def test_build_json_output_is_machine_readable(site_dir, monkeypatch):
     result = CliRunner().invoke(main, ["build", "--site", str(site_dir), "--format", "json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
-    assert summary["chunks"] == 121 and summary["embedded"] == 121 and summary["cached"] == 0
+    assert summary["chunks"] == 159 and summary["embedded"] == 159 and summary["cached"] == 0
     assert summary["output"] == str(site_dir / "_site" / "knowledge" / "v1")
 
 

@@ -51,7 +51,7 @@ def test_a_category_no_chunk_has_is_an_error_naming_the_known_ones(index):
 def test_a_type_written_as_its_plural_or_id_prefix_is_understood(index):
     assert {r.type for r in index.search("公式", k=10, type="rules")} == {"rule"}
     assert {r.type for r in index.search("とは", k=10, type="def")} == {"definition"}
-    with pytest.raises(UnknownFilterValue, match="^no type 'rulez'; known: definition, example, method, rule, tip.$"):
+    with pytest.raises(UnknownFilterValue, match="^no type 'rulez'; known: definition, example, method, rule, section, table, tip.$"):
         index.search("公式", type="rulez")
 
 
@@ -148,7 +148,7 @@ def test_mcp_refuses_unknown_arguments_and_filter_values_and_filters_by_level(in
                 True, ("search_knowledge does not take 'categroy'; its arguments are: query, top_k, type, category, "
                       "material, level, min_relevance"))
             assert await _call(client, "search_knowledge", query="公式", type="rulez") == (
-                True, "no type 'rulez'; known: definition, example, method, rule, tip.")
+                True, "no type 'rulez'; known: definition, example, method, rule, section, table, tip.")
             assert await _call(client, "list_concepts", category="図形x") == (
                 True, f"no category '図形x'; known: {SAMPLE_CATEGORIES}.")
             error, data = await _call(client, "search_knowledge", query="公式", top_k=20, level="発展")

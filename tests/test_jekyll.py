@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -42,7 +43,10 @@ def test_built_site_yields_the_same_chunks_as_the_source(built_site):
     from_source = extract(load_config(site=built_site, env={}))
     from_built = extract(load_config(site=built_site / "_site", env={}))
     assert from_built.site.kind == "built" and from_built.site.baseurl == "/math-note"
-    assert _comparable(from_built.chunks) == _comparable(from_source.chunks)
+    # A page written with Liquid (the index's {% for %} list) has sections only once rendered.
+    rendered_only = {Path(d.path).stem for d in from_source.diagnostics if d.rule == "sections-need-render"}
+    assert rendered_only == {"index"} and any(c.material == "index" for c in from_built.chunks)
+    assert _comparable(c for c in from_built.chunks if c.material not in rendered_only) == _comparable(from_source.chunks)
     assert not [d for d in from_built.diagnostics if d.severity == "error"]
 
 
@@ -50,7 +54,7 @@ def test_jekyll_build_runs_the_plugin_and_publishes_versioned_artifacts(built_si
     knowledge = built_site / "_site" / "knowledge"
     manifest = json.loads((knowledge / "v1" / "manifest.json").read_text(encoding="utf-8"))
     latest = json.loads((knowledge / "latest.json").read_text(encoding="utf-8"))
-    assert manifest["counts"]["chunks"] == 121 and manifest["embedder"]["provider"] == "local"
+    assert manifest["counts"]["chunks"] == 159 and manifest["embedder"]["provider"] == "local"
     assert latest["build_id"] == manifest["build_id"] and latest["schema_version"] == 1
 
 

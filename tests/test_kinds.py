@@ -10,7 +10,17 @@ from knowledge_build import KnowledgeIndex
 from knowledge_build.chunks import Chunk
 from knowledge_build.config import Config
 from knowledge_build.ids import choose_prefix
-from knowledge_build.kinds import BY_TYPE, KINDS, LEVELS, PREFIXES, TYPES, type_of_id
+from knowledge_build.kinds import (
+    ANCHORED_KINDS,
+    ANCHORED_TYPES,
+    BY_TYPE,
+    CHUNK_PREFIXES,
+    KINDS,
+    LEVELS,
+    PREFIXES,
+    TYPES,
+    type_of_id,
+)
 from knowledge_build.ranking import intended_type
 from knowledge_build.text_ja import ANALYZER
 
@@ -23,12 +33,17 @@ def test_the_chunk_json_schema_allows_exactly_the_kinds_and_levels_of_the_table(
     fields = schema["items"]["properties"]
     assert fields["type"]["enum"] == list(TYPES)
     assert fields["level"]["enum"] == [*LEVELS, ""]
-    assert fields["anchor"]["pattern"] == f"^({'|'.join(PREFIXES)})-"
+    assert fields["anchor"]["pattern"] == f"^({'|'.join(CHUNK_PREFIXES)})-"
+    assert schema["items"]["if"]["properties"]["type"]["enum"] == list(ANCHORED_TYPES)
+    assert schema["items"]["then"]["properties"]["url"]["pattern"] == f"^[^#]*#({'|'.join(PREFIXES)})-"
 
 
 def test_the_sql_schema_checks_exactly_the_kinds_and_levels_of_the_table():
-    sql = resources.files("knowledge_build.store").joinpath("migrations/002_chunks.sql").read_text(encoding="utf-8")
-    types = re.search(r"check \(type in \(([^)]*)\)\)", sql).group(1)
+    folder = resources.files("knowledge_build.store").joinpath("migrations")
+    sql = folder.joinpath("002_chunks.sql").read_text(encoding="utf-8")
+    latest = "".join(f.read_text(encoding="utf-8") for f in sorted(folder.iterdir(), key=lambda f: f.name)
+                     if f.name.endswith(".sql"))
+    types = re.findall(r"check \(type in \(([^)]*)\)\)", latest)[-1]  # the last migration that sets it
     levels = re.search(r"check \(level in \(([^)]*)\)\)", sql).group(1)
     assert sorted(re.findall(r"'([^']*)'", types)) == sorted(TYPES)
     assert re.findall(r"'([^']*)'", levels) == [*LEVELS, ""]
@@ -43,9 +58,11 @@ def test_a_word_that_names_a_kind_picks_it_for_a_suggested_id_and_for_a_query():
 
 
 def test_ids_name_their_type_by_prefix_and_default_box_classes_come_from_the_table():
-    assert {type_of_id(f"{k.prefix}-x") for k in KINDS} == set(TYPES)
+    assert {type_of_id(f"{k.prefix}-x") for k in ANCHORED_KINDS} == set(ANCHORED_TYPES)
     assert type_of_id("section-x") is None and type_of_id("rulex") is None
-    assert Config().box_classes == tuple(k.box_class for k in KINDS)
+    # a section's anchor is derived from its heading: an HTML id sec-… is not a knowledge id
+    assert type_of_id("sec-x") is None and type_of_id("tbl-x") is None
+    assert Config().box_classes == tuple(k.box_class for k in KINDS if k.box_class)
     assert BY_TYPE["definition"].prefix == "def"
 
 

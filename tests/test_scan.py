@@ -78,6 +78,6 @@ def test_sample_site_has_the_promised_elements():
                      "一次方程式#rule-transposition", "二次方程式#rule-discriminant",
                      "二次関数#rule-discriminant-graph"):
         assert expected in ids
-    assert {c.type for c in extraction.chunks} == {"rule", "method", "definition", "example", "tip"}
+    assert {c.type for c in extraction.chunks} == {"rule", "method", "definition", "example", "tip", "section", "table"}
     assert sum(len(p.unanchored) for p in extraction.pages) >= 3
     assert not [d for d in extraction.diagnostics if d.severity != "info"]
