@@ -279,6 +279,7 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
 
 _LIQUID = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
 _RAW = re.compile(r"\{%-?\s*(end)?raw\s*-?%\}")
+_RAW_BLOCK = re.compile(r"\{%-?\s*raw\s*-?%\}.*?\{%-?\s*endraw\s*-?%\}", re.DOTALL)
 
 
 def _parts(page: Page, root, anchored: set, offset: int, body: str, source: bool) -> list:
@@ -305,8 +306,11 @@ def _parts(page: Page, root, anchored: set, offset: int, body: str, source: bool
 
 
 def _liquid_in_text(root) -> bool:
-    return any(_LIQUID.search(_RAW.sub("", text)) for node in root.iter() if isinstance(node.tag, str)
-               for text in (node.text, node.tail) if text and "{" in text)
+    """Whether the page's text (not its attributes) holds Liquid outside {% raw %} blocks (TeX such
+    as \\frac{{}_7C_3}{…} in a raw block is text)."""
+    texts = "\n".join(text for node in root.iter() if isinstance(node.tag, str)
+                      for text in (node.text, node.tail) if text and "{" in text)
+    return bool(_LIQUID.search(_RAW_BLOCK.sub("", texts)))
 
 
 def _drop_raw_markers(root) -> None:

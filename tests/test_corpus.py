@@ -6,7 +6,11 @@ from urllib.parse import unquote
 
 import pytest
 
-from knowledge_build import KnowledgeIndex, build, load_config
+from knowledge_build import KnowledgeIndex, build, extract, load_config
+from knowledge_build.fragments import fragment_lands
+from knowledge_build.kinds import PART_TYPES
+from knowledge_build.scan import parse_page
+from knowledge_build.sections import page_text
 
 from .conftest import FakeEmbedder
 
@@ -23,13 +27,15 @@ def corpus_build(corpus_dir, tmp_path_factory):
 def test_corpus_builds_without_error_and_yields_all_1046_elements(corpus_build):
     assert not [d for d in corpus_build.diagnostics if d.severity == "error"]
     counts = collections.Counter(c.type for c in corpus_build.chunks)
-    assert counts == {"rule": 305, "tip": 115, "method": 33, "definition": 24, "example": 569}
-    assert corpus_build.artifacts.manifest["counts"]["chunks"] == 1046
+    boxes = {t: n for t, n in counts.items() if t not in PART_TYPES}
+    assert boxes == {"rule": 305, "tip": 115, "method": 33, "definition": 24, "example": 569}
+    assert counts["section"] > 0 and counts["table"] > 0  # sections: unanchored, the default
+    assert corpus_build.artifacts.manifest["counts"]["chunks"] == 1046 + counts["section"] + counts["table"]
 
 
 def test_every_corpus_url_points_at_an_existing_page_and_anchor(corpus_build, corpus_dir):
     pages: dict[Path, str] = {}
-    for chunk in corpus_build.chunks:
+    for chunk in (c for c in corpus_build.chunks if c.type not in PART_TYPES):  # sections: see below
         path, anchor = chunk.url.split("#")
         assert path.startswith("/school_asset/"), chunk.url
         page = corpus_dir / unquote(path.removeprefix("/school_asset/"))
@@ -47,5 +53,28 @@ def test_corpus_chunks_take_learns_from_its_learns_yml(corpus_build):
 
 def test_corpus_index_loads_and_answers(corpus_build):
     index = KnowledgeIndex.open(corpus_build.output, embedder=FakeEmbedder())
-    assert len(index) == 1046
+    assert len(index) == len(corpus_build.chunks)
     assert index.search("解の公式", k=5, mode="lexical")
+
+
+def test_every_corpus_page_without_anchored_boxes_yields_sections_whose_links_land(corpus_dir):
+    """Issue 13's must-show: with sections: unanchored, each of the 22 material pages without a
+    rule/method/def/tip anchor yields section chunks, and every section or table link resolves (the id
+    exists in the page, or the text fragment's text occurs in the page's visible text)."""
+    extraction = extract(load_config(site=corpus_dir, sections="unanchored", env={}))
+    chunks = collections.defaultdict(list)
+    for chunk in extraction.chunks:
+        chunks[chunk.material].append(chunk)
+    materials = [p for p in extraction.pages if p.rel.startswith(("junior/", "senior/"))]
+    without = [p for p in materials if not any(e.type != "example" for e in p.elements)]
+    assert len(materials) == 93 and len(without) == 22
+    assert [p.rel for p in without if not any(c.type == "section" for c in chunks[p.material])] == []
+    for page in materials:
+        root = parse_page(page.path)
+        text = page_text(root)
+        for chunk in (c for c in chunks[page.material] if c.type in PART_TYPES):
+            fragment = chunk.url.partition("#")[2]
+            if fragment.startswith(":~:"):
+                assert fragment_lands(fragment, text), chunk.url
+            else:
+                assert not fragment or root.xpath("//*[@id=$id]", id=unquote(fragment)), chunk.url
