@@ -41,7 +41,8 @@ def create_server(service, notes):
         Returns results best first with url (a link to the exact box, from the site root),
         absolute_url (the same on the site's host, when known), title, learns (what the student
         learns there), excerpt, similarity (0-1), relevance (calibrated 0-1) and relevant (true
-        when relevance >= 0.5), type (rule, method, definition, example, tip), source (database
+        when relevance >= 0.5), type (rule, method, definition, example, tip; section: a page's text
+        under a heading, linked to the heading; table: rows of a table with its header), source (database
         or artifacts) and locations (other pages teaching the same concept). Top-level `relevant`
         is false when no result is relevant: the site has nothing on the question, do not cite
         these results. min_relevance (0-1, e.g. 0.5) drops results below it.

