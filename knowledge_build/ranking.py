@@ -15,6 +15,8 @@ _INTENT_WORDS = {k.type: k.words for k in KINDS}
 
 
 FUSIONS = ("dbsf", "rrf")
+SECTION_WEIGHT = 0.6
+TABLE_WEIGHT = 0.8
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,13 @@ class SearchSettings:
     # Examples illustrate a rule; a tutor links the rule itself first. Not applied when the
     # query or the type filter asks for examples.
     example_weight: float = 0.5
+    # A section or table holds what no box does; when a box and a section both match, the box is
+    # what the section merely mentions, so the box comes first. Not applied when the type filter
+    # asks for sections or tables (docs/retrieval.md, "Sections and tables").
+    section_weight: float = SECTION_WEIGHT
+    # A table row that holds the cell a query names has no box competing for it (the box that
+    # explains the numbers holds no table of them): tables weigh less lightly than prose sections.
+    table_weight: float = TABLE_WEIGHT
     # A query that names a kind of box (「公式で解きたい」) lifts that kind among near-ties
     # (no dev metric moves between 1.0 and 1.2).
     intent_boost: float = 1.2
@@ -108,4 +117,5 @@ def type_weights(query: str, settings: SearchSettings) -> dict[str, float]:
         weights["example"] = settings.example_weight
     if wanted not in (None, "example"):
         weights[wanted] = settings.intent_boost
+    weights.update(section=settings.section_weight, table=settings.table_weight)
     return weights

@@ -223,3 +223,9 @@ def test_report_json_counts_sections_and_pages_indexed_only_by_them(indexed, tmp
     assert (totals["section"], totals["table"], totals["pages_only_sections"]) == (13, 25, 2)
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "pages indexed only by sections" in html and "<th>only sections</th>" in html
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("query, row", [("4913は何の3乗？", 17), ("17の2乗はいくつ", 17), ("2197は何の3乗", 13)])
+def test_a_question_about_one_cell_finds_that_rows_chunk_first_with_the_real_model(real_index, query, row):
+    assert real_index.search(query, k=1)[0].id == f"{TABLE}#tbl-1-heiho-su-rippo-t1-r{row}-{row}"

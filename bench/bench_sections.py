@@ -1,0 +1,60 @@
+"""Extraction time with sections off, unanchored and all (issue 13's budget: at most 1.5x of off).
+
+    python bench/bench_sections.py ../shared/corpus/school_asset [--runs 5]
+
+Extraction is what every command runs before anything else (scan, chunks, no model, no disk
+writes): `kb.extract`. The three settings are timed interleaved in one process, `--runs` rounds,
+after one warm-up round of each (imports, the tokenizer, the glossary and the slug cache are loaded
+once, as in a real build); the median of each and its ratio to `off` are printed, then where the
+extra time goes for `unanchored` (a profile of one run, top functions by cumulative time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import statistics
+import time
+from pathlib import Path
+
+import knowledge_build as kb
+
+MODES = ("off", "unanchored", "all")
+
+
+def extract_seconds(site: Path, mode: str) -> tuple[float, int]:
+    started = time.perf_counter()
+    chunks = kb.extract(kb.load_config(site=site, sections=mode, env={})).chunks
+    return time.perf_counter() - started, len(chunks)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("site", type=Path)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    counts = {mode: extract_seconds(args.site, mode)[1] for mode in MODES}  # warm-up
+    times: dict[str, list[float]] = {mode: [] for mode in MODES}
+    for _ in range(args.runs):
+        for mode in MODES:
+            times[mode].append(extract_seconds(args.site, mode)[0])
+    off = statistics.median(times["off"])
+    print(f"extraction of {args.site} (median of {args.runs}, interleaved, after a warm-up):")
+    for mode in MODES:
+        median = statistics.median(times[mode])
+        print(f"  sections {mode:<10} {median:6.3f} s  {median / off:4.2f}x  {counts[mode]} chunks  "
+              f"(runs: {', '.join(f'{t:.3f}' for t in times[mode])})")
+    profile = cProfile.Profile()
+    profile.enable()
+    kb.extract(kb.load_config(site=args.site, sections="unanchored", env={}))
+    profile.disable()
+    out = io.StringIO()
+    pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(r"knowledge_build", 14)
+    print("\nwhere unanchored's time goes (cumulative, one run):")
+    print("\n".join(line for line in out.getvalue().splitlines() if "knowledge_build" in line or "cumtime" in line))
+
+
+if __name__ == "__main__":
+    main()
