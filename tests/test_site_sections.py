@@ -7,7 +7,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from knowledge_build import ConfigError, KnowledgeIndex, build, extract, load_config
+from knowledge_build import ConfigError, KnowledgeIndex, SearchSettings, build, extract, load_config
 from knowledge_build.chunks import CONTEXT_MARK
 from knowledge_build.cli import main
 from knowledge_build.fragments import fragment_lands
@@ -229,3 +229,29 @@ def test_report_json_counts_sections_and_pages_indexed_only_by_them(indexed, tmp
 @pytest.mark.parametrize("query, row", [("4913は何の3乗？", 17), ("17の2乗はいくつ", 17), ("2197は何の3乗", 13)])
 def test_a_question_about_one_cell_finds_that_rows_chunk_first_with_the_real_model(real_index, query, row):
     assert real_index.search(query, k=1)[0].id == f"{TABLE}#tbl-1-heiho-su-rippo-t1-r{row}-{row}"
+
+
+def test_a_box_beats_the_section_that_merely_mentions_it_unless_sections_are_asked_for(tmp_path):
+    import faiss
+    import numpy as np
+
+    from knowledge_build.chunks import Chunk
+    from knowledge_build.text_ja import ANALYZER, analyze_box, box_text
+
+    embedder = FakeEmbedder()
+    box = "解の公式は二次方程式の解を係数で表す式"
+    mention = "解の公式の歴史。解の公式を最初に書いた人と、解の公式が広まった時代"  # names it, teaches it not
+    chunks = [Chunk(id=f"p#{a}", material="p", anchor=a, url=f"/p.html#{a}", title=title, content=text,
+                    excerpt=text, learns=(), learns_source="heuristic", type=kind, category="", level="",
+                    prerequisites=(), content_hash=a)
+              for a, kind, title, text in (("rule-a", "rule", "解の公式", box), ("sec-b", "section", "解の公式の歴史", mention))]
+    index = faiss.IndexFlatIP(embedder.dim)
+    index.add(np.stack([embedder.embed_documents([c.content])[0] for c in chunks]))
+    fields = [analyze_box(box_text("p", c.title, c.content)) for c in chunks]
+    lexical = {"analyzer": ANALYZER, "fields": {name: [f[name] for f in fields] for name in fields[0]}}
+    unweighted = KnowledgeIndex(tmp_path, {"build_id": "x"}, chunks, index, lexical, embedder,
+                                SearchSettings(section_weight=1.0))
+    assert [r.type for r in unweighted.search("解の公式", k=2)] == ["section", "rule"]  # by its words alone
+    search = KnowledgeIndex(tmp_path, {"build_id": "x"}, chunks, index, lexical, embedder)
+    assert [r.type for r in search.search("解の公式", k=2)] == ["rule", "section"]
+    assert [r.type for r in search.search("解の公式", k=2, type="section")] == ["section"]
