@@ -38,6 +38,8 @@ DIRECTIVE = ":~:"
 _BREAKS = frozenset(" 。、，．！？!?「」『』（）()【】［］[]〈〉《》〔〕…")
 # Longer context makes unreadable URLs; a heading that needs more stays a plain directive.
 MAX_CONTEXT = 80
+# A block holding TeX source is rendered by KaTeX/MathJax into other text, so it is never context.
+_TEX = ("\\", "$")
 
 
 class TextDirective(NamedTuple):
@@ -179,13 +181,17 @@ def _pattern(d: TextDirective) -> re.Pattern[str]:
 
 def _contexts(before: list[str], after: list[str]):
     """(prefix, suffix) candidates, shortest first: suffixes and prefixes alone, then both together."""
-    suffixes = sorted(_suffixes(after[0]), key=len) if after else []
-    prefixes = sorted(_prefixes(before[0]), key=len) if before else []
+    suffixes = sorted(_suffixes(after[0]), key=len) if after and not _has_tex(after[0]) else []
+    prefixes = sorted(_prefixes(before[0]), key=len) if before and not _has_tex(before[0]) else []
     singles = sorted([(None, s) for s in suffixes] + [(p, None) for p in prefixes],
                      key=lambda c: len(c[0] or c[1]))
     yield from singles
     pairs = [(p, s) for p in prefixes for s in suffixes]
     yield from sorted(pairs, key=lambda c: len(c[0]) + len(c[1]))
+
+
+def _has_tex(block: str) -> bool:
+    return any(mark in block for mark in _TEX)
 
 
 def _suffixes(block: str) -> set[str]:

@@ -139,3 +139,17 @@ def test_malformed_directives_are_ignored_like_a_browser_does():
     assert parse_text_directives(":~:text=a,b,c,d,e") == []
     assert parse_text_directives(":~:text=-,a") == []
     assert parse_text_directives("intro:~:text=a%2Cb,-c") == [("a,b", None, None, "c")]
+
+
+def test_japanese_prefix_begins_on_a_certain_word_boundary():
+    # Chromium does not match a prefix that begins inside a word (`形の問題-,` after 図形の問題).
+    before = "練習問題\n本文\n次は図形の問題"
+    fragment = section_fragment("練習問題", anchor=None, text_before=before, text_after="本文")
+    assert parse_text_directives(fragment)[0].prefix == "次は図形の問題"
+
+
+def test_block_holding_tex_is_never_context():
+    # KaTeX renders \(…\) into other text, so context taken from it would not be on the page.
+    before = "▶ 直線\n説明\n\\[ y = ax + b \\]"
+    fragment = section_fragment("▶ 直線", anchor=None, text_before=before, text_after="例3 傾きから求める")
+    assert parse_text_directives(fragment)[0] == ("▶ 直線", None, None, "例3")

@@ -63,8 +63,8 @@ def _page_html() -> str:
 
 def _link(n: int) -> str:
     """The fragment for block n, from the page's visible text before and after it (blocks on lines)."""
-    texts = [text for tag, text, _ in PAGE]
-    tag, heading, id_ = PAGE[n]
+    texts = [text for _, text, _ in PAGE]
+    _, heading, id_ = PAGE[n]
     return section_fragment(heading, anchor=id_, text_before="\n".join(texts[:n]),
                             text_after="\n".join(texts[n + 1:]))
 
@@ -123,10 +123,12 @@ WHERE = """() => ({scrollY: window.scrollY, inView: [...document.querySelectorAl
 
 
 def _open_and_expect_in_view(tab, url: str, n: int, tmp_path: Path):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     tab.goto(url, wait_until="load")
     try:
         tab.wait_for_function(IN_VIEW, arg=n, timeout=TIMEOUT_MS)
-    except Exception as error:  # playwright's TimeoutError: report where the page is instead
+    except PlaywrightTimeout as error:  # report where the page is instead
         shot = tmp_path / f"block{n}.png"
         tab.screenshot(path=str(shot))
         pytest.fail(f"{url} did not bring {PAGE[n][1]!r} into view: {tab.evaluate(WHERE)} "

@@ -74,7 +74,9 @@ def test_cli_search_json(real_index_dir):
     assert data["query"] == "二次方程式を公式で解きたい"
     assert data["results"][0]["anchor"] == "rule-quadratic-formula"
     assert set(data["results"][0]) == {"id", "url", "absolute_url", "title", "learns", "excerpt", "similarity",
-                                       "score", "type", "material", "anchor", "source", "locations"}
+                                       "score", "type", "material", "anchor", "source", "locations", "relevance",
+                                       "relevant"}
+    assert data["relevant"] is True and data["results"][0]["relevant"] is True
 
 
 def test_cli_search_table_is_readable(real_index_dir):

@@ -32,8 +32,6 @@ title: 二次方程式と二次不等式
 <div class="rule-box" id="rule-ineq"><strong>二次不等式の解き方</strong>
 <p>左辺を0とおいて、グラフの上下で範囲を決める。</p></div>
 """
-# Without the title fields (and the page title in the box's text) the other box wins each query.
-WITHOUT_TITLES = {"lemma": 1.0, "reading": 0.15, "kana2": 0.2}
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +72,9 @@ def test_a_query_matches_the_title_fields_with_its_lemmas_each_once():
 
 
 def test_the_aspect_of_a_topic_finds_its_box_over_the_box_that_repeats_the_topic(index_dir):
+    # (Before heuristic learns came from the box itself, the title fields alone decided this query;
+    # the box's own learns now point the same way, so there is no contrast left to assert here.)
     assert _top(index_dir, "一次関数の傾き")[0] == "一次関数の基本#rule-slope"
-    assert _top(index_dir, "一次関数の傾き", field_weights=WITHOUT_TITLES)[0] == "一次関数の基本#def-linear"
 
 
 def test_the_page_field_prefers_the_page_named_like_the_query_to_a_box_titled_with_a_shared_suffix(index_dir):
