@@ -17,11 +17,16 @@ def open_keyed(path: Path, table: str, recipe: str, key: str, value: str) -> sql
     path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(path, timeout=30)
     db.execute("PRAGMA journal_mode=WAL")
+    add_table(db, table, recipe, key, value)
+    return db
+
+
+def add_table(db: sqlite3.Connection, table: str, recipe: str, key: str, value: str) -> None:
+    """Create `table (recipe, key, value)` in an open file unless it is there."""
     db.execute(f"CREATE TABLE IF NOT EXISTS {table} ("
                f" {recipe} TEXT NOT NULL, {key} TEXT NOT NULL, {value} NOT NULL,"
                f" PRIMARY KEY ({recipe}, {key}))")
     db.commit()
-    return db
 
 
 def select_keys(db: sqlite3.Connection, table: str, recipe: str, key: str, value: str, recipe_value: str,

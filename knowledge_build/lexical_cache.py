@@ -5,6 +5,10 @@ makes a rebuild analyse only texts it has not seen. The key hashes exactly the a
 the embedded text, which differs), and the analyzer version string invalidates every entry when
 the token recipe changes. Stored beside the vector cache, in its own file, so the two never contend.
 
+The same file keeps the slug of each section heading (table `slugs`, keyed by the slug recipe and
+the heading's text): section chunk ids are slugs romanised with the Japanese tokenizer, and a
+no-change rebuild should not have to load it to name chunks it named before.
+
 The cache only saves time: a file that cannot be read or written (damaged, locked, read-only) is
 reported once as a warning and the build analyses the texts itself, with the same result.
 """
@@ -18,11 +22,12 @@ import sqlite3
 from pathlib import Path
 from typing import Callable
 
-from .keyed_sqlite import open_keyed, select_keys
+from .keyed_sqlite import add_table, open_keyed, select_keys
 
 log = logging.getLogger("knowledge_build.lexical")
 FILE_NAME = "tokens.sqlite"
 _COLUMNS = ("tokens", "analyzer", "text_hash", "fields")  # table, recipe, key, value
+_SLUG_COLUMNS = ("slugs", "recipe", "heading", "slug")
 Tokens = dict[str, list[str]]
 
 
@@ -36,6 +41,7 @@ class TokenCache:
         self._db: sqlite3.Connection | None = None
         try:
             self._db = open_keyed(self.path, *_COLUMNS[:3], "fields TEXT")
+            add_table(self._db, *_SLUG_COLUMNS[:3], "slug TEXT")
         except (OSError, sqlite3.Error) as exc:
             self._give_up(exc)
 
@@ -63,6 +69,27 @@ class TokenCache:
                     [(analyzer, key, json.dumps(tokens, ensure_ascii=False, separators=(",", ":")))
                      for key, tokens in items.items()],
                 )
+        except sqlite3.Error as exc:
+            self._give_up(exc)
+
+    def slugs(self, recipe: str) -> dict[str, str]:
+        """Every heading text -> slug stored under this recipe (a site has a few thousand at most)."""
+        if self._db is None:
+            return {}
+        try:
+            rows = self._db.execute("SELECT heading, slug FROM slugs WHERE recipe = ?", (recipe,)).fetchall()
+        except sqlite3.Error as exc:
+            self._give_up(exc)
+            return {}
+        return {heading: slug for heading, slug in rows if isinstance(heading, str) and isinstance(slug, str)}
+
+    def put_slugs(self, recipe: str, slugs: dict[str, str]) -> None:
+        if not slugs or self._db is None:
+            return
+        try:
+            with self._db:
+                self._db.executemany("INSERT OR REPLACE INTO slugs (recipe, heading, slug) VALUES (?, ?, ?)",
+                                     [(recipe, heading, slug) for heading, slug in slugs.items()])
         except sqlite3.Error as exc:
             self._give_up(exc)
 

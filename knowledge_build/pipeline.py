@@ -42,9 +42,9 @@ class BuildResult:
     seconds: float
 
 
-def extract(config: Config) -> Extraction:
+def extract(config: Config, slugs: TokenCache | None = None) -> Extraction:
     """Scan the site and turn its knowledge elements (and, by the `sections` setting, its sections and
-    tables) into chunks (no model, no disk writes)."""
+    tables) into chunks (no model; no disk writes but the heading slugs put into `slugs`)."""
     if config.site is None:
         raise ConfigError("no site given. Provide a --site flag, a KB_SITE environment variable, "
                           "or a 'site' key in knowledge.yml.")
@@ -53,10 +53,24 @@ def extract(config: Config) -> Extraction:
     site.generated_learns = load_generated(learns_file)
     if config.generated_learns is None and not learns_file.exists():
         site.diagnostics += old_generated_learns(learns_file)
-    pages = [scan_page(site, path, config.box_classes, config.sections) for path in find_pages(site)]
+    pages = _scan_pages(site, config, slugs)
     chunk_set = make_chunks(site, pages, config.sections)
     diagnostics = site.diagnostics + [d for p in pages for d in p.diagnostics] + chunk_set.diagnostics
     return Extraction(site, pages, chunk_set.chunks, diagnostics)
+
+
+def _scan_pages(site: Site, config: Config, slugs: TokenCache | None) -> list[Page]:
+    """Every page scanned; with sections on and a cache, heading slugs (section chunk ids) seen by an
+    earlier build come from the cache, so a rebuild meeting no new heading needs no tokenizer."""
+    if config.sections == "off" or slugs is None:
+        return [scan_page(site, path, config.box_classes, config.sections) for path in find_pages(site)]
+    from .sections import remembered_slugs, slug_recipe
+
+    recipe = slug_recipe()
+    with remembered_slugs(slugs.slugs(recipe)) as memory:
+        pages = [scan_page(site, path, config.box_classes, config.sections) for path in find_pages(site)]
+    slugs.put_slugs(recipe, memory.fresh)
+    return pages
 
 
 def lexical_text(chunk: Chunk) -> str:
@@ -77,7 +91,8 @@ def lexical_fields(chunks: list[Chunk], cache: TokenCache | None = None) -> dict
 def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
     """Build and write the artifact set. Raises BuildFailed (writing nothing) on site errors."""
     started = time.perf_counter()
-    extraction = extract(config)
+    with TokenCache(Path(config.cache_dir) / TOKENS_FILE) as token_cache:
+        extraction = extract(config, slugs=token_cache)
     if has_errors(extraction.diagnostics):
         raise BuildFailed(extraction.diagnostics)
     chunks = extraction.chunks

