@@ -18,7 +18,8 @@ from .chunks import Chunk
 from .errors import ChunkNotFound, KnowledgeBuildError, QueryEmbeddingFailed, QueryTooLong
 from .filters import FilterVocabulary
 from .ranking import SearchSettings, fuse, type_weights
-from .relevance import lexical_coverage, relevances
+from .kinds import PART_TYPES
+from .relevance import CoverageReference, lexical_coverage, relevances
 from .thesaurus import textbook_wording, thesaurus_terms
 from .text_ja import analyze_query, concept_key, nfkc
 from .verify import verify_set
@@ -75,6 +76,8 @@ class KnowledgeIndex:
         self.site_url = str(site.get("url") or "")
         self.filters = FilterVocabulary(chunks, site.get("categories"))
         self._bm25 = bm25_models(lexical["fields"]) if chunks else {}
+        # Relevance's coverage is measured against the anchored boxes it was calibrated on.
+        self._coverage = CoverageReference(lexical["fields"] if chunks else {}, [c.type not in PART_TYPES for c in chunks])
         self._concepts: dict[str, list[int]] = {}
         for row, chunk in enumerate(chunks):
             key = concept_key(chunk.title)
@@ -191,8 +194,7 @@ class KnowledgeIndex:
             batch = [self._result(row, score, qvec, cosines.get(row), source)
                      for row, score in ordered[start:start + max(window, 20)]]
             own = {name: tokens for name, tokens in fields.items() if name in self.settings.relevance_fields}
-            coverage = lexical_coverage(self._bm25, own, [r for r, _ in ordered[start:start + len(batch)]],
-                                        len(self.chunks))
+            coverage = lexical_coverage(self._coverage, own, [r for r, _ in ordered[start:start + len(batch)]])
             sims = [r.similarity if qvec is not None else None for r in batch]
             scores, query_best = relevances(sims, coverage, self.settings, query_best)
             cut = self.settings.relevance_threshold

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from knowledge_build import KnowledgeIndex, NoteStore, SearchService
 from knowledge_build.cli import main
 from knowledge_build.ranking import SearchSettings
-from knowledge_build.relevance import idf, lexical_coverage, relevances
+from knowledge_build.relevance import CoverageReference, idf, lexical_coverage, relevances
 from knowledge_build.search import bm25_models
 
 from .conftest import FakeEmbedder
@@ -49,13 +49,26 @@ def test_min_relevance_from_the_settings_applies_when_the_call_gives_none(fake_i
 
 
 def test_coverage_is_the_chunks_bm25_over_the_idf_the_query_could_reach_and_unknown_tokens_lower_it():
-    models = bm25_models({"lemma": [["二次", "方程式", "公式"], ["一次", "関数"], ["円", "面積"]]})
-    full = lexical_coverage(models, {"lemma": ["二次", "方程式"]}, [0, 1, 2], 3)
+    docs = [["二次", "方程式", "公式"], ["一次", "関数"], ["円", "面積"]]
+    models, reference = bm25_models({"lemma": docs}), CoverageReference({"lemma": docs}, [True] * 3)
+    full = lexical_coverage(reference, {"lemma": ["二次", "方程式"]}, [0, 1, 2])
     reachable = 2 * idf(1, 3)
     assert full[0] == pytest.approx(float(models["lemma"].get_scores(["二次", "方程式"])[0]) / reachable)
     assert full[1] == full[2] == 0.0
-    diluted = lexical_coverage(models, {"lemma": ["二次", "方程式", "カレー", "玉ねぎ"]}, [0], 3)
+    diluted = lexical_coverage(reference, {"lemma": ["二次", "方程式", "カレー", "玉ねぎ"]}, [0])
     assert diluted[0] == pytest.approx(full[0] * reachable / (reachable + 2 * idf(0, 3)))  # unknown: highest idf
+
+
+def test_long_sections_added_to_an_index_leave_a_boxs_coverage_as_it_was():
+    boxes = [["二次", "方程式", "公式"], ["一次", "関数"], ["円", "面積"]]
+    sections = [["二次", "方程式", "解く", *["説明"] * 60], ["関数", "グラフ", *["例"] * 80]]
+    query = {"lemma": ["二次", "方程式", "解く"]}
+    alone = lexical_coverage(CoverageReference({"lemma": boxes}, [True] * 3), query, [0])
+    mixed = CoverageReference({"lemma": boxes + sections}, [True] * 3 + [False] * 2)
+    assert lexical_coverage(mixed, query, [0])[0] == pytest.approx(alone[0])
+    # The long section holds every word of the query, but is measured against the boxes' length.
+    section, box = lexical_coverage(mixed, query, [3, 0])
+    assert section < 0.5 and box > section
 
 
 def test_the_query_relevance_is_its_best_evidence_among_the_first_candidates():
