@@ -56,6 +56,11 @@ class SearchSettings:
     # chosen on data/eval/offtopic_queries.jsonl + corpus_queries.jsonl, checked on the held-out
     # off-topic file and the dev set (docs/retrieval.md). Another embedder needs its own centre.
     relevance_cosine_centre: float = 0.84
+    # Sections and tables (long page text) reach higher cosines for questions they do not answer
+    # (a trivia paragraph that names サッカー): their centre, chosen on the off-topic tuning file
+    # and the section queries (docs/retrieval.md, "Relevance with sections"). Another embedder
+    # needs its own, like the centre above.
+    relevance_part_cosine_centre: float = 0.865
     relevance_cosine_slope: float = 50.0
     relevance_coverage_centre: float = 0.30
     relevance_coverage_slope: float = 10.0

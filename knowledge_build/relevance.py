@@ -99,15 +99,18 @@ def lexical_coverage(reference: CoverageReference, fields: dict[str, list[str]],
 
 
 def relevances(cosines: list[float | None], coverage: np.ndarray, settings,
-               query_best: float | None = None) -> tuple[list[float], float]:
+               query_best: float | None = None, parts: list[bool] | None = None) -> tuple[list[float], float]:
     """Relevance of each candidate, in ranked order, and the query's best evidence (taken from the
     first `relevance_window` candidates unless given: later batches pass it back). A missing cosine
-    (no query vector: the lexical channel answered alone) is taken at the centre, so coverage decides."""
+    (no query vector: the lexical channel answered alone) is taken at the centre, so coverage decides.
+    `parts` marks section/table candidates, whose cosine is read against their own centre."""
     evidence = []
-    for cosine, covered in zip(cosines, coverage):
+    parts = parts or [False] * len(cosines)
+    for cosine, covered, part in zip(cosines, coverage, parts):
         z = settings.relevance_coverage_slope * (float(covered) - settings.relevance_coverage_centre)
         if cosine is not None:
-            z += settings.relevance_cosine_slope * (cosine - settings.relevance_cosine_centre)
+            centre = settings.relevance_part_cosine_centre if part else settings.relevance_cosine_centre
+            z += settings.relevance_cosine_slope * (cosine - centre)
         evidence.append(1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z)))))
     if query_best is None:
         query_best = max(evidence[:max(1, settings.relevance_window)], default=0.0)

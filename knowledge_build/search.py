@@ -196,7 +196,8 @@ class KnowledgeIndex:
             own = {name: tokens for name, tokens in fields.items() if name in self.settings.relevance_fields}
             coverage = lexical_coverage(self._coverage, own, [r for r, _ in ordered[start:start + len(batch)]])
             sims = [r.similarity if qvec is not None else None for r in batch]
-            scores, query_best = relevances(sims, coverage, self.settings, query_best)
+            parts = [self.chunks[row].type in PART_TYPES for row, _ in ordered[start:start + len(batch)]]
+            scores, query_best = relevances(sims, coverage, self.settings, query_best, parts)
             cut = self.settings.relevance_threshold
             yield from (replace(r, relevance=v, relevant=v >= cut) for r, v in zip(batch, scores))
 

@@ -71,6 +71,17 @@ def test_long_sections_added_to_an_index_leave_a_boxs_coverage_as_it_was():
     assert section < 0.5 and box > section
 
 
+def test_a_sections_cosine_is_read_against_the_part_centre_and_a_boxs_against_the_box_centre():
+    settings = SearchSettings()
+    shift = settings.relevance_part_cosine_centre - settings.relevance_cosine_centre
+    assert shift > 0
+    coverage = np.array([0.3, 0.3, 0.3])
+    scores, best = relevances([0.86, 0.86, 0.86 + shift], coverage, settings, query_best=0.0,
+                              parts=[False, True, True])
+    assert scores[0] > scores[1]  # the same cosine is weaker evidence from long page text
+    assert scores[2] == pytest.approx(scores[0])
+
+
 def test_the_query_relevance_is_its_best_evidence_among_the_first_candidates():
     settings = SearchSettings()
     scores, best = relevances([0.95, 0.70, 0.70], np.array([0.9, 0.0, 0.0]), settings)
