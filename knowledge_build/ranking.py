@@ -15,7 +15,7 @@ _INTENT_WORDS = {k.type: k.words for k in KINDS}
 
 
 FUSIONS = ("dbsf", "rrf")
-SECTION_WEIGHT = 0.6
+SECTION_WEIGHT = 0.7
 TABLE_WEIGHT = 0.8
 
 

@@ -77,6 +77,7 @@ class KnowledgeIndex:
         self.filters = FilterVocabulary(chunks, site.get("categories"))
         self._bm25 = bm25_models(lexical["fields"]) if chunks else {}
         # Relevance's coverage is measured against the anchored boxes it was calibrated on.
+        self._parts = np.array([c.type in PART_TYPES for c in chunks], dtype=bool)
         self._coverage = CoverageReference(lexical["fields"] if chunks else {}, [c.type not in PART_TYPES for c in chunks])
         self._concepts: dict[str, list[int]] = {}
         for row, chunk in enumerate(chunks):
@@ -167,7 +168,7 @@ class KnowledgeIndex:
         fields = self._query_fields(query)
         channels = {}
         if mode in ("hybrid", "dense"):
-            channels["dense"] = dense if dense is not None else self._dense_scores(qvec, allowed)
+            channels["dense"] = self._per_kind(dense) if dense is not None else self._dense_scores(qvec, allowed)
         if mode in ("hybrid", "lexical"):
             channels["lexical"] = self._lexical_scores(query, allowed, fields)
         fused = fuse(channels, self.settings)
@@ -209,16 +210,48 @@ class KnowledgeIndex:
             return None
         return np.array([_matches(c, **filters) for c in self.chunks], dtype=bool)
 
+    def _kind_groups(self, allowed) -> list[np.ndarray | None]:
+        """The masks each channel takes its `candidates` from: boxes and page parts (sections,
+        tables) separately, so that adding a site's sections never pushes a box out of a channel's
+        candidates (nor changes the statistics the fusion reads); one group (None: every allowed
+        row) when the index has only one of them."""
+        if not self._parts.any() or self._parts.all():
+            return [allowed]
+        return [m if allowed is None else m & allowed for m in (~self._parts, self._parts)]
+
+    @property
+    def dense_depth(self) -> int:
+        """How many dense candidates another store (the database) should supply: `candidates`, plus
+        the number of page parts when the index mixes them with boxes, so the boxes' top candidates
+        are surely among them (the parts' may be fewer than `candidates` when boxes fill the top)."""
+        parts = int(self._parts.sum())
+        return min(len(self.chunks), self.settings.candidates + (parts if parts < len(self.chunks) else 0))
+
+    def _per_kind(self, scores: dict[int, float]) -> dict[int, float]:
+        """The top `candidates` of each kind group of a ranking another store supplied."""
+        if not self._parts.any() or self._parts.all():
+            return scores
+        keep: dict[int, float] = {}
+        for part in (False, True):
+            group = sorted((r for r in scores if bool(self._parts[r]) == part), key=lambda r: (-scores[r], r))
+            keep.update((r, scores[r]) for r in group[:self.settings.candidates])
+        return keep
+
     def _dense_scores(self, qvec: np.ndarray, allowed) -> dict[int, float]:
-        """Cosine of the top candidates, by row."""
+        """Cosine of the top candidates of each kind group, by row."""
         import faiss
 
-        n = min(self.settings.candidates, len(self.chunks))
-        params = None
-        if allowed is not None:
-            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.flatnonzero(allowed).astype(np.int64)))
-        scores, rows = self._index.search(qvec.reshape(1, -1), n, params=params)
-        return {int(r): float(s) for s, r in zip(scores[0], rows[0]) if r >= 0}
+        found: dict[int, float] = {}
+        for group in self._kind_groups(allowed):
+            n = min(self.settings.candidates, len(self.chunks) if group is None else int(group.sum()))
+            if n < 1:
+                continue
+            params = None
+            if group is not None:
+                params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.flatnonzero(group).astype(np.int64)))
+            scores, rows = self._index.search(qvec.reshape(1, -1), n, params=params)
+            found.update((int(r), float(s)) for s, r in zip(scores[0], rows[0]) if r >= 0)
+        return found
 
     def _query_fields(self, query: str) -> dict[str, list[str]]:
         """The query's lexical tokens by field, with its expansions (romaji, English, thesaurus)."""
@@ -233,11 +266,13 @@ class KnowledgeIndex:
         settings = self.settings
         fields = self._query_fields(query) if fields is None else fields
         scores = field_scores(self._bm25, fields, settings.field_weights, len(self.chunks))
-        if allowed is not None:
-            scores = np.where(allowed, scores, 0.0)
-        n = min(settings.candidates, len(scores))
-        rows = np.argpartition(-scores, n - 1)[:n]
-        return {int(r): float(scores[r]) for r in rows if scores[r] > 0}
+        found: dict[int, float] = {}
+        for group in self._kind_groups(allowed):
+            within = scores if group is None else np.where(group, scores, 0.0)
+            n = min(settings.candidates, len(within))
+            rows = np.argpartition(-within, n - 1)[:n]
+            found.update((int(r), float(within[r])) for r in rows if within[r] > 0)
+        return found
 
     def _result(self, row: int, score: float, qvec: np.ndarray | None, cosine: float | None,
                 source: str) -> SearchResult:

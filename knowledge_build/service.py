@@ -208,7 +208,7 @@ class SearchService:
     def _dense_rows(self, conn, qvec, filters) -> dict[int, float]:
         from .store.postgres import dense_search
 
-        rows = dense_search(conn, qvec, self.index.settings.candidates, **filters)
+        rows = dense_search(conn, qvec, self.index.dense_depth, **filters)
         dense = {}
         for chunk_id, similarity, *_ in rows:
             row = self.index.row_of(chunk_id)

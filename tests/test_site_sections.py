@@ -244,14 +244,43 @@ def test_a_box_beats_the_section_that_merely_mentions_it_unless_sections_are_ask
     chunks = [Chunk(id=f"p#{a}", material="p", anchor=a, url=f"/p.html#{a}", title=title, content=text,
                     excerpt=text, learns=(), learns_source="heuristic", type=kind, category="", level="",
                     prerequisites=(), content_hash=a)
-              for a, kind, title, text in (("rule-a", "rule", "解の公式", box), ("sec-b", "section", "解の公式の歴史", mention))]
+              for a, kind, title, text in (("rule-a", "rule", "解の公式", box), ("sec-b", "section", "解の公式の歴史", mention),
+                                           # other boxes: DBSF over two candidates only maps them to 1/3 and 2/3
+                                           ("rule-c", "rule", "円の面積", "円の面積は半径の二乗に円周率を掛けて求める"),
+                                           ("rule-d", "rule", "二次方程式", "二次方程式は因数分解で解くこともできる"))]
     index = faiss.IndexFlatIP(embedder.dim)
     index.add(np.stack([embedder.embed_documents([c.content])[0] for c in chunks]))
     fields = [analyze_box(box_text("p", c.title, c.content)) for c in chunks]
     lexical = {"analyzer": ANALYZER, "fields": {name: [f[name] for f in fields] for name in fields[0]}}
-    unweighted = KnowledgeIndex(tmp_path, {"build_id": "x"}, chunks, index, lexical, embedder,
-                                SearchSettings(section_weight=1.0))
-    assert [r.type for r in unweighted.search("解の公式", k=2)] == ["section", "rule"]  # by its words alone
+    def ranked(**settings):
+        found = KnowledgeIndex(tmp_path, {"build_id": "x"}, chunks, index, lexical, embedder, SearchSettings(**settings))
+        return [r.id for r in found.search("解の公式", k=2)]
+
+    # 「公式」 also lifts rules (intent_boost); without it the section weight alone decides.
+    assert ranked(section_weight=1.0, intent_boost=1.0) == ["p#sec-b", "p#rule-a"]  # by its words alone
+    assert ranked(intent_boost=1.0) == ["p#rule-a", "p#sec-b"]
     search = KnowledgeIndex(tmp_path, {"build_id": "x"}, chunks, index, lexical, embedder)
     assert [r.type for r in search.search("解の公式", k=2)] == ["rule", "section"]
     assert [r.type for r in search.search("解の公式", k=2, type="section")] == ["section"]
+
+
+def test_each_channel_takes_its_candidates_among_boxes_and_among_sections_separately(fake_index_dir):
+    """With few candidates, the sections (many, long) must not push a box out of a channel's list:
+    each channel holds the best `candidates` boxes and the best `candidates` parts."""
+    import numpy as np
+
+    index = KnowledgeIndex.open(fake_index_dir, FakeEmbedder(), settings=SearchSettings(candidates=3))
+    query = "指数法則の表"
+    qvec = index.embed_query(query)
+    parts = np.array([c.type in PART_TYPES for c in index.chunks])
+    assert parts.any() and not parts.all()
+    cosines = np.array([float(np.dot(index._index.reconstruct(r), qvec)) for r in range(len(index.chunks))])
+    dense = index._dense_scores(qvec, None)
+    for group in (~parts, parts):
+        best = sorted(np.flatnonzero(group), key=lambda r: -cosines[r])[:3]
+        assert {r for r in dense if group[r]} == {int(r) for r in best}
+    lexical = index._lexical_scores(query, None)
+    assert any(parts[r] for r in lexical) and any(not parts[r] for r in lexical)
+    assert sum(1 for r in lexical if parts[r]) <= 3 and sum(1 for r in lexical if not parts[r]) <= 3
+    supplied = index._per_kind({r: float(c) for r, c in enumerate(cosines)})  # the database's ranking
+    assert set(supplied) == set(dense)
