@@ -13,7 +13,7 @@ elements, and returns the page's `Part`s in document order:
   children's breadcrumb), a section that is mostly link text (a layout's list of related pages) too.
 - Small sections merge with the part before them when that is their parent or a sibling (the first
   heading keeps the link), large ones are split at paragraph → sentence → character boundaries with
-  overlap (the knowledge_import rule of store/notes.py `split_text`).
+  overlap (the knowledge_import rule: windows.split_text, a line as the paragraph).
 - Tables (HTML, and Markdown/tab tables in a section's text, see content_type.py) become `table`
   parts under their section's heading; their text is not repeated in the section's.
 - `fragment` is an id (of the heading, or of the element it opens: `<section id=…><h2>`) or a text
@@ -34,6 +34,7 @@ from .fragments import (  # _fold: the comparison fragments.py matches by
 )
 from .page_blocks import Block, page_blocks, visible_text
 from .tables import Table, chunk_table, html_table, tables_in_text
+from .windows import split_text
 
 __all__ = ["Part", "detect_content_type", "page_parts", "page_text", "remembered_slugs", "slug_recipe",
            "text_table_rows"]
@@ -213,7 +214,7 @@ def _section_parts(section: _Section, max_chars: int, overlap: int) -> list[Part
                 section.line, section.has_anchored_box)
     prose, text_tables = _text_tables(section.lines)
     parts = [replace(base, text=piece, key=section.key if n == 1 else f"{section.key}-p{n}")
-             for n, piece in enumerate(split_text(prose, max_chars, overlap), 1)]
+             for n, piece in enumerate(split_text(prose, max_chars, overlap, paragraph="\n"), 1)]
     tables = [(line, table, table_id) for line, table, table_id in section.tables]
     tables += [(section.line, table, None) for table in text_tables]
     for number, (line, table, table_id) in enumerate(tables, 1):
@@ -242,31 +243,6 @@ def _table_parts(base: Part, table: Table, line: int, key: str, table_id, max_ch
     single = len(chunks) == 1
     return [replace(base, kind="table", text=c.text, line=line, fragment=fragment, header=table.header,
                     rows=c.rows, core=c.core, key=key if single else f"{key}-r{c.rows[0]}-{c.rows[1]}") for c in chunks]
-
-
-def split_text(text: str, chunk_size: int, chunk_overlap: int) -> list[str]:
-    """Windows of at most chunk_size characters, each ending at the last line break, else sentence
-    end, in its second half, else at chunk_size; the next starts chunk_overlap characters earlier
-    (store/notes.py `split_text`, with a line as the paragraph: sections are one block a line)."""
-    import re
-
-    text = text.strip()
-    chunks, start = [], 0
-    while start < len(text):
-        end = min(start + chunk_size, len(text))
-        if end < len(text):
-            window = text[start:end]
-            half = len(window) // 2
-            cut = window.rfind("\n")
-            if cut < half:
-                cut = max((m.end() for m in re.finditer(r"[。！？.!?]", window)), default=-1)
-            if cut >= half:
-                end = start + cut
-        chunks.append(text[start:end].strip())
-        if end >= len(text):
-            break
-        start = max(end - chunk_overlap, start + 1)
-    return [c for c in chunks if c]
 
 
 def _key(path: tuple[str, ...]) -> str:

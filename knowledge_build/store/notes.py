@@ -8,7 +8,6 @@ vector and its Japanese lexical tokens, and is ranked with the same fusion as th
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
 import uuid
@@ -18,10 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ContentTooLarge, KnowledgeBuildError, TooManyChunks
+from ..errors import ContentTooLarge, KnowledgeBuildError
 from ..ranking import SearchSettings, fuse
 from ..search import check_query
 from ..text_ja import analyze, analyze_query, nfkc
+from ..windows import split_text  # noqa: F401  (also this module's public name)
 
 _SCHEMA = [
     """create table if not exists knowledge_documents (
@@ -69,33 +69,6 @@ def _open_sqlite(path: Path) -> sqlite3.Connection:
             f"cannot create or write the notes file {shown} ({exc}). Fix: run from a writable directory, "
             "or pass --notes with a path to a writable file") from exc
     return conn
-
-
-def split_text(text: str, chunk_size: int = 500, chunk_overlap: int = 50, max_chunks: int | None = None) -> list[str]:
-    """Windows of at most chunk_size characters. Each window ends at the last paragraph break,
-    else sentence end, in its second half, else at chunk_size; the next one starts chunk_overlap
-    characters before that end. A text with no break: ceil((len - overlap) / (size - overlap)) chunks.
-    More than `max_chunks` windows raise TooManyChunks (found while splitting, so a call that
-    would make millions stops early)."""
-    text = text.strip()
-    chunks, start = [], 0
-    while start < len(text):
-        if max_chunks is not None and len(chunks) >= max_chunks:
-            raise TooManyChunks(max_chunks, chunk_size, chunk_overlap)
-        end = min(start + chunk_size, len(text))
-        if end < len(text):
-            window = text[start:end]
-            half = len(window) // 2
-            cut = max(window.rfind("\n\n"), -1)
-            if cut < half:
-                cut = max((m.end() for m in re.finditer(r"[。！？.!?](?=\s|[^\s])", window)), default=-1)
-            if cut >= half:
-                end = start + cut
-        chunks.append(text[start:end].strip())
-        if end >= len(text):
-            break
-        start = max(end - chunk_overlap, start + 1)
-    return [c for c in chunks if c]
 
 
 class NoteStore:
