@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from .tex import MATH_SPAN
 
@@ -38,27 +37,26 @@ class Block:
     table: object = None  # a content <table> starts here (lxml element)
 
 
-class _State(NamedTuple):
-    in_main: bool = False
-    excluded: bool = False  # not section content (noise, summary, table, anchored box)
-    link: bool = False
-    pre: bool = False
+# The walk's state bits: inside the main content; not section content (noise, summary, table,
+# anchored box); inside a link; inside <pre>. Plain ints, since every element and text pushes one.
+_MAIN, _EXCLUDED, _LINK, _PRE = 1, 2, 4, 8
+_CONTENT_BITS = _MAIN | _EXCLUDED
 
 
 def page_blocks(root, *, anchored: set) -> list[Block]:
     """The blocks of the page under `root` (see the module docstring)."""
     main = _main_content(root)
     builder = _Builder()
-    todo: list = [(root, _State())]
+    todo: list = [(root, 0)]
+    pop = todo.pop
     while todo:
-        item, state = todo.pop()
-        if isinstance(item, str):
+        item, state = pop()
+        if item.__class__ is str:
             builder.add(item, state)
-            continue
-        if item is None:  # the end of a block-level element
+        elif item is None:  # the end of a block-level element
             builder.flush()
-            continue
-        _enter(item, state, main, anchored, builder, todo)
+        else:
+            _enter(item, state, main, anchored, builder, todo)
     builder.flush()
     return builder.blocks
 
@@ -67,15 +65,15 @@ def visible_text(blocks: list[Block]) -> str:
     return "\n".join(b.visible for b in blocks if b.visible)
 
 
-def _enter(el, state: _State, main, anchored: set, builder: _Builder, todo: list) -> None:
+def _enter(el, state: int, main, anchored: set, builder: _Builder, todo: list) -> None:
     if el.tail:
-        todo.append((el.tail, state))
-    tag = el.tag if isinstance(el.tag, str) else ""
-    if not tag or tag in _INVISIBLE or el.get("hidden") is not None:
+        todo.append((str(el.tail), state))
+    tag = el.tag
+    if tag.__class__ is not str or tag in _INVISIBLE or el.get("hidden") is not None:
         return
     if el is main:
-        state = state._replace(in_main=True)
-    content = state.in_main and not state.excluded
+        state |= _MAIN
+    content = state & _CONTENT_BITS == _MAIN
     line = el.sourceline or 0
     if content and tag in HEADINGS:
         text = _fold(_plain(el))
@@ -87,26 +85,26 @@ def _enter(el, state: _State, main, anchored: set, builder: _Builder, todo: list
         builder.flush()
         builder.blocks.extend(Block(t, line=line) for t in _svg_labels(el))
         return
-    block = tag in _BLOCK_TAGS
-    if block:
+    if tag in _BLOCK_TAGS:
         builder.flush()
         todo.append((None, state))
     if content and el in anchored:
         builder.blocks.append(Block("", line=line, anchored=True))
-        state = state._replace(excluded=True)
+        state |= _EXCLUDED
     elif content and tag == "table":
         builder.blocks.append(Block("", line=line, table=el))
-        state = state._replace(excluded=True)
+        state |= _EXCLUDED
     elif tag in _NOT_CONTENT:
-        state = state._replace(excluded=True)
-    if tag == "a":
-        state = state._replace(link=True)
-    if tag == "pre":
-        state = state._replace(pre=True)
-    todo.extend((child, state) for child in reversed(el))
+        state |= _EXCLUDED
+    elif tag == "a":
+        state |= _LINK
+    elif tag == "pre":
+        state |= _PRE
+    todo.extend([(child, state) for child in reversed(el)])
     if el.text:
-        todo.append((el.text, state))
-    builder.at(line)
+        todo.append((str(el.text), state))
+    if line:
+        builder.next_line = line
 
 
 class _Builder:
@@ -119,17 +117,15 @@ class _Builder:
         self.line = 0
         self.next_line = 0
 
-    def at(self, line: int) -> None:
-        self.next_line = line or self.next_line
-
-    def add(self, text: str, state: _State) -> None:
+    def add(self, text: str, state: int) -> None:
         if not self.visible:
             self.line = self.next_line
         self.visible.append(text)
-        if state.in_main and not state.excluded:
+        if state & _CONTENT_BITS == _MAIN:
             self.content.append(text)
-            self.pre |= state.pre
-            if state.link:
+            if state & _PRE:
+                self.pre = True
+            if state & _LINK:
                 self.links.append(text)
 
     def flush(self) -> None:

@@ -28,10 +28,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from .content_type import MIXED, TABLE, detect_content_type, text_table_rows
-from .fragments import (  # _fold: the comparison fragments.py matches by
-    _fold,
-    section_fragment,
-)
+from .fragments import fold_decomposed, section_fragment
 from .page_blocks import Block, page_blocks, visible_text
 from .tables import Table, chunk_table, html_table, tables_in_text
 from .windows import split_text
@@ -136,20 +133,25 @@ def _sections(blocks: list[Block], line_offset: int, title_levels: int) -> list[
 
 
 class _FoldedPage:
-    """The page's blocks folded once for matching (fragments.py's comparison), so that each heading
-    costs a substring test, not a fold of the whole page."""
+    """The page's blocks folded once for matching, so that each heading costs a substring test, not
+    a fold of the whole page. Folded without composition (fragments.fold_decomposed): a heading that
+    occurs earlier in fragments.py's comparison occurs earlier here too, so the test only decides
+    whether section_fragment, which compares exactly, needs the page around the heading."""
 
     def __init__(self, texts: list[str]):
-        self.starts, parts, at = [], [], 0
-        for text in texts:
+        folded = fold_decomposed("\0".join(texts)).split("\0")  # one call for the page
+        if len(folded) != len(texts):  # a text held a NUL
+            folded = [fold_decomposed(text) for text in texts]
+        self.starts, at = [], 0
+        for n, text in enumerate(folded):
+            folded[n] = text = " ".join(text.split())
             self.starts.append(at)
-            folded = _fold(text)
-            parts.append(folded)
-            at += len(folded) + 1
-        self.text = "\n".join(parts)
+            at += len(text) + 1
+        self.text = "\n".join(folded)
 
     def occurs_before(self, heading: str, index: int) -> bool:
-        return self.text.find(_fold(heading), 0, max(self.starts[index] - 1, 0)) >= 0
+        term = " ".join(fold_decomposed(heading).split())
+        return self.text.find(term, 0, max(self.starts[index] - 1, 0)) >= 0
 
 
 def _fragment(block: Block, index: int, texts: list[str], folded: _FoldedPage) -> str:
