@@ -7,7 +7,9 @@ the token recipe changes. Stored beside the vector cache, in its own file, so th
 
 The same file keeps the slug of each section heading (table `slugs`, keyed by the slug recipe and
 the heading's text): section chunk ids are slugs romanised with the Japanese tokenizer, and a
-no-change rebuild should not have to load it to name chunks it named before.
+no-change rebuild should not have to load it to name chunks it named before; and the sections and
+tables of each page read before (table `parts`, keyed by the parts recipe and a digest of the page,
+see section_memory.py), so a rebuild does not read unchanged pages as sections again.
 
 The cache only saves time: a file that cannot be read or written (damaged, locked, read-only) is
 reported once as a warning and the build analyses the texts itself, with the same result.
@@ -28,6 +30,7 @@ log = logging.getLogger("knowledge_build.lexical")
 FILE_NAME = "tokens.sqlite"
 _COLUMNS = ("tokens", "analyzer", "text_hash", "fields")  # table, recipe, key, value
 _SLUG_COLUMNS = ("slugs", "recipe", "heading", "slug")
+_PARTS_COLUMNS = ("parts", "recipe", "page", "parts")  # a page's sections and tables, encoded
 Tokens = dict[str, list[str]]
 
 
@@ -42,6 +45,7 @@ class TokenCache:
         try:
             self._db = open_keyed(self.path, *_COLUMNS[:3], "fields TEXT")
             add_table(self._db, *_SLUG_COLUMNS[:3], "slug TEXT")
+            add_table(self._db, *_PARTS_COLUMNS[:3], "parts TEXT")
         except (OSError, sqlite3.Error) as exc:
             self._give_up(exc)
 
@@ -90,6 +94,30 @@ class TokenCache:
             with self._db:
                 self._db.executemany("INSERT OR REPLACE INTO slugs (recipe, heading, slug) VALUES (?, ?, ?)",
                                      [(recipe, heading, slug) for heading, slug in slugs.items()])
+        except sqlite3.Error as exc:
+            self._give_up(exc)
+
+    def parts_lookup(self, recipe: str):
+        """A function: a page's digest -> its stored parts (encoded), or None."""
+        def stored(page: str) -> str | None:
+            if self._db is None:
+                return None
+            try:
+                row = self._db.execute("SELECT parts FROM parts WHERE recipe = ? AND page = ?",
+                                       (recipe, page)).fetchone()
+            except sqlite3.Error as exc:
+                self._give_up(exc)
+                return None
+            return row[0] if row and isinstance(row[0], str) else None
+        return stored
+
+    def put_parts(self, recipe: str, parts: dict[str, str]) -> None:
+        if not parts or self._db is None:
+            return
+        try:
+            with self._db:
+                self._db.executemany("INSERT OR REPLACE INTO parts (recipe, page, parts) VALUES (?, ?, ?)",
+                                     [(recipe, page, encoded) for page, encoded in parts.items()])
         except sqlite3.Error as exc:
             self._give_up(exc)
 

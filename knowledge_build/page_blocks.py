@@ -25,7 +25,7 @@ _BLOCK_TAGS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Block:
     visible: str  # visible text, lines folded, math left out
     content: str = ""  # section text ("" when not content); `<pre>` keeps its lines and tabs
@@ -43,20 +43,32 @@ _MAIN, _EXCLUDED, _LINK, _PRE = 1, 2, 4, 8
 _CONTENT_BITS = _MAIN | _EXCLUDED
 
 
+_LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # where str.splitlines splits
+_SKIPPED = -1  # an element whose subtree the walk does not enter
+
+
 def page_blocks(root, *, anchored: set) -> list[Block]:
-    """The blocks of the page under `root` (see the module docstring)."""
+    """The blocks of the page under `root` (see the module docstring). lxml's iterwalk enumerates
+    the elements; the states stack holds, per open element, the state its content is read in."""
+    from lxml.etree import iterwalk
+
     main = _main_content(root)
     builder = _Builder()
-    todo: list = [(root, 0)]
-    pop = todo.pop
-    while todo:
-        item, state = pop()
-        if item.__class__ is str:
-            builder.add(item, state)
-        elif item is None:  # the end of a block-level element
-            builder.flush()
-        else:
-            _enter(item, state, main, anchored, builder, todo)
+    states = [0]
+    walker = iterwalk(root, events=("start", "end"))
+    for event, el in walker:
+        if event == "start":
+            state = _start(el, states[-1], main, anchored, builder)
+            states.append(state)
+            if state == _SKIPPED:
+                walker.skip_subtree()
+            elif el.text:
+                builder.add(el.text, state)
+            continue
+        if states.pop() != _SKIPPED and el.tag in _BLOCK_TAGS:
+            builder.flush()  # the end of a block-level element
+        if el.tail:
+            builder.add(el.tail, states[-1])
     builder.flush()
     return builder.blocks
 
@@ -65,12 +77,12 @@ def visible_text(blocks: list[Block]) -> str:
     return "\n".join(b.visible for b in blocks if b.visible)
 
 
-def _enter(el, state: int, main, anchored: set, builder: _Builder, todo: list) -> None:
-    if el.tail:
-        todo.append((str(el.tail), state))
+def _start(el, state: int, main, anchored: set, builder: _Builder) -> int:
+    """Enter an element: the state its content is read in, or _SKIPPED (invisible, or read whole
+    here: a heading, an svg)."""
     tag = el.tag
     if tag.__class__ is not str or tag in _INVISIBLE or el.get("hidden") is not None:
-        return
+        return _SKIPPED
     if el is main:
         state |= _MAIN
     content = state & _CONTENT_BITS == _MAIN
@@ -80,14 +92,13 @@ def _enter(el, state: int, main, anchored: set, builder: _Builder, todo: list) -
         if text:
             builder.flush()
             builder.blocks.append(Block(text, line=line, level=HEADINGS[tag], anchor=_anchor(el)))
-            return
+            return _SKIPPED
     if tag == "svg":  # thousands of shapes; only its text labels are seen, each a block
         builder.flush()
         builder.blocks.extend(Block(t, line=line) for t in _svg_labels(el))
-        return
+        return _SKIPPED
     if tag in _BLOCK_TAGS:
         builder.flush()
-        todo.append((None, state))
     if content and el in anchored:
         builder.blocks.append(Block("", line=line, anchored=True))
         state |= _EXCLUDED
@@ -100,11 +111,9 @@ def _enter(el, state: int, main, anchored: set, builder: _Builder, todo: list) -
         state |= _LINK
     elif tag == "pre":
         state |= _PRE
-    todo.extend([(child, state) for child in reversed(el)])
-    if el.text:
-        todo.append((str(el.text), state))
     if line:
         builder.next_line = line
+    return state
 
 
 class _Builder:
@@ -135,12 +144,26 @@ class _Builder:
         if raw.isspace():  # the indentation between tags: most flushes
             self.visible, self.content, self.links, self.pre = [], [], [], False
             return
-        visible = "\n".join(filter(None, (_fold(line) for line in MATH_SPAN.sub("\n", raw).splitlines())))
-        content = "".join(self.content)
-        content = _pre_lines(content) if self.pre else _fold(content)
+        visible = _visible(raw)
+        if self.pre:
+            content = _pre_lines("".join(self.content))
+        elif len(self.content) == len(self.visible):  # all of it is content: the usual block
+            content = _fold(raw)
+        else:
+            content = _fold("".join(self.content))
         if visible or content:
-            self.blocks.append(Block(visible, content, self.line, len(_fold("".join(self.links)))))
+            links = len(_fold("".join(self.links))) if self.links else 0
+            self.blocks.append(Block(visible, content, self.line, links))
         self.visible, self.content, self.links, self.pre = [], [], [], False
+
+
+def _visible(raw: str) -> str:
+    """A block's visible text: lines folded, math spans left out (each ends a line)."""
+    if "\\" in raw:
+        raw = MATH_SPAN.sub("\n", raw)
+    if not _LINE_BREAK.search(raw):
+        return _fold(raw)
+    return "\n".join(filter(None, (_fold(line) for line in raw.splitlines())))
 
 
 def _svg_labels(svg) -> list[str]:

@@ -60,16 +60,18 @@ def extract(config: Config, slugs: TokenCache | None = None) -> Extraction:
 
 
 def _scan_pages(site: Site, config: Config, slugs: TokenCache | None) -> list[Page]:
-    """Every page scanned; with sections on and a cache, heading slugs (section chunk ids) seen by an
-    earlier build come from the cache, so a rebuild meeting no new heading needs no tokenizer."""
+    """Every page scanned; with sections on and a cache, heading slugs (section chunk ids) and the
+    parts of pages seen by an earlier build come from the cache, so a rebuild meeting no new page
+    needs no tokenizer and reads no page as sections again (section_memory.py)."""
     if config.sections == "off" or slugs is None:
         return [scan_page(site, path, config.box_classes, config.sections) for path in find_pages(site)]
-    from .sections import remembered_slugs, slug_recipe
+    from .section_memory import parts_recipe, remembered, slug_recipe
 
-    recipe = slug_recipe()
-    with remembered_slugs(slugs.slugs(recipe)) as memory:
+    recipe, parts_of = slug_recipe(), parts_recipe()
+    with remembered(slugs.slugs(recipe), slugs.parts_lookup(parts_of)) as memory:
         pages = [scan_page(site, path, config.box_classes, config.sections) for path in find_pages(site)]
-    slugs.put_slugs(recipe, memory.fresh)
+    slugs.put_slugs(recipe, memory.fresh_slugs)
+    slugs.put_parts(parts_of, memory.fresh_parts)
     return pages
 
 

@@ -297,6 +297,7 @@ def _parts(page: Page, root, anchored: set, offset: int, body: str, source: bool
     {% for %}) is template code: what a reader sees exists only after Jekyll renders it, so such a
     page has no parts from its source (an info says so). Liquid in attributes (href="{{ … }}") does
     not change the text; `{% raw %}` markers are taken out."""
+    from .section_memory import page_parts_remembered
     from .sections import page_parts
 
     if source and ("{{" in body or "{%" in body) and _liquid_in_text(root):
@@ -308,7 +309,8 @@ def _parts(page: Page, root, anchored: set, offset: int, body: str, source: bool
     if source and "{%" in body:
         _drop_raw_markers(root)
     try:
-        return page_parts(root, anchored=anchored, line_offset=offset)
+        return page_parts_remembered(body, offset, source,
+                                     lambda: page_parts(root, anchored=anchored, line_offset=offset))
     except ImportError as exc:  # fugashi/unidic-lite/jaconv: the keys of the chunk ids need them
         from .errors import SectionsUnavailable
 

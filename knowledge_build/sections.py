@@ -23,18 +23,18 @@ elements, and returns the page's `Part`s in document order:
 from __future__ import annotations
 
 import hashlib
-from contextlib import contextmanager
+import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from .content_type import MIXED, TABLE, detect_content_type, text_table_rows
 from .fragments import fold_decomposed, section_fragment
 from .page_blocks import Block, page_blocks, visible_text
+from .section_memory import remembered_slug
 from .tables import Table, chunk_table, html_table, tables_in_text
 from .windows import split_text
 
-__all__ = ["Part", "detect_content_type", "page_parts", "page_text", "remembered_slugs", "slug_recipe",
-           "text_table_rows"]
+__all__ = ["Part", "detect_content_type", "page_parts", "page_text", "text_table_rows"]
 
 LINK_LIST_SHARE = 0.6  # a section whose text is at least this much link text is a list of links
 MAX_KEY_CHARS = 60
@@ -224,10 +224,15 @@ def _section_parts(section: _Section, max_chars: int, overlap: int) -> list[Part
     return parts
 
 
+# What every row of a text table holds (content_type._cells): a pipe, a tab or a column gap. Most
+# sections have none, and need no line-by-line detection.
+_ROW_HINT = re.compile(r"[|\t]|\S(?: {2,}|\u3000+)\S")
+
+
 def _text_tables(lines: list[str]) -> tuple[str, list[Table]]:
     """The section's prose and the Markdown/tab tables taken out of it."""
     text = "\n".join(lines)
-    if detect_content_type(text) not in (TABLE, MIXED):
+    if not _ROW_HINT.search(text) or detect_content_type(text) not in (TABLE, MIXED):
         return text, []
     found = tables_in_text(text)
     all_lines = text.splitlines()
@@ -258,53 +263,8 @@ def _key(path: tuple[str, ...]) -> str:
     return key
 
 
-SLUG_VERSION = "slug/1"  # bump when slug_for or MAX_KEY_CHARS changes what a heading's slug is
-
-
-def slug_recipe() -> str:
-    """What a cached slug depends on: this code's version, the analyzer that reads the heading, and
-    the shipped glossary's bytes (hashed without parsing it, so a cache hit needs neither)."""
-    from importlib import resources
-
-    from .text_ja import ANALYZER
-
-    glossary = resources.files("knowledge_build.data").joinpath("glossary.yml").read_bytes()
-    return f"{SLUG_VERSION}|{ANALYZER}|glossary:{hashlib.sha256(glossary).hexdigest()[:16]}"
-
-
-class SlugMemory:
-    """Heading slugs known from an earlier build (`known`) and those computed during this one
-    (`fresh`, to be stored). While `remembered_slugs` holds one, a known heading is not romanised
-    again, so a build that meets no new heading never loads the Japanese tokenizer."""
-
-    def __init__(self, known: dict[str, str]):
-        self.known = dict(known)
-        self.fresh: dict[str, str] = {}
-
-
-_memory: SlugMemory | None = None
-
-
-@contextmanager
-def remembered_slugs(known: dict[str, str]):
-    """Within the block, section keys take a heading's slug from `known` when it is there; yields
-    the SlugMemory whose `fresh` holds the slugs computed meanwhile."""
-    global _memory
-    outer, _memory = _memory, SlugMemory(known)
-    try:
-        yield _memory
-    finally:
-        _memory = outer
-
-
 def _slug(heading: str) -> str:
-    memory = _memory
-    if memory is not None and heading in memory.known:
-        return memory.known[heading]
-    slug = _computed_slug(heading)
-    if memory is not None:
-        memory.fresh[heading] = slug
-    return slug
+    return remembered_slug(heading, _computed_slug)
 
 
 @lru_cache(maxsize=4096)

@@ -165,13 +165,69 @@ def test_rebuild_without_changes_romanises_no_heading_and_names_sections_as_befo
 
 
 def test_a_new_slug_recipe_romanises_every_heading_again(site_dir, romanised, monkeypatch):
-    from knowledge_build import sections
+    from knowledge_build import section_memory, sections
 
     config = load_config(site=site_dir, sections="unanchored")
     build(config, embedder=FakeEmbedder())
     count = len(romanised)
     romanised.clear()
     sections._computed_slug.cache_clear()
-    monkeypatch.setattr(sections, "SLUG_VERSION", sections.SLUG_VERSION + "+next")
+    monkeypatch.setattr(section_memory, "SLUG_VERSION", section_memory.SLUG_VERSION + "+next")
     build(config, embedder=FakeEmbedder())
     assert len(romanised) == count
+
+
+@pytest.fixture
+def parts_read(monkeypatch):
+    """The root of every page the build reads as sections (page_parts), in order."""
+    from knowledge_build import sections
+
+    pages = []
+    real = sections.page_parts
+
+    def counting(root, **kwargs):
+        pages.append(root)
+        return real(root, **kwargs)
+
+    monkeypatch.setattr(sections, "page_parts", counting)
+    return pages
+
+
+def test_rebuild_reads_no_unchanged_page_as_sections_again_and_builds_the_same_files(site_dir, parts_read):
+    config = load_config(site=site_dir, sections="unanchored")
+    first = build(config, embedder=FakeEmbedder())
+    pages_with_sections = len(parts_read)
+    assert pages_with_sections >= 2 and any(c.type == "table" for c in first.chunks)
+    parts_read.clear()
+    again = build(config, embedder=FakeEmbedder())
+    assert parts_read == []
+    assert _files(again) == _files(first)
+    page = site_dir / "senior" / "指数法則.html"
+    page.write_text(page.read_text(encoding="utf-8").replace("</h2>", "（復習）</h2>", 1), encoding="utf-8")
+    edited = build(config, embedder=FakeEmbedder())
+    assert len(parts_read) == 1
+    assert any("復習" in c.title for c in edited.chunks if c.type == "section")
+
+
+def test_damaged_stored_parts_are_read_again_with_the_same_chunks(site_dir, parts_read):
+    config = load_config(site=site_dir, sections="unanchored")
+    first = build(config, embedder=FakeEmbedder())
+    count = len(parts_read)
+    with sqlite3.connect(config.cache_dir / FILE_NAME) as db:
+        db.execute("UPDATE parts SET parts = '[{\"kind\": 1}]'")
+    parts_read.clear()
+    again = build(config, embedder=FakeEmbedder())
+    assert len(parts_read) == count
+    assert _files(again) == _files(first)
+
+
+def test_a_change_of_the_code_reads_every_page_as_sections_again(site_dir, parts_read, monkeypatch):
+    from knowledge_build import section_memory
+
+    config = load_config(site=site_dir, sections="unanchored")
+    build(config, embedder=FakeEmbedder())
+    count = len(parts_read)
+    parts_read.clear()
+    monkeypatch.setattr(section_memory, "_code_digest", lambda: "another-version")
+    build(config, embedder=FakeEmbedder())
+    assert len(parts_read) == count
