@@ -159,7 +159,7 @@ class _Builder:
 
 def _visible(raw: str) -> str:
     """A block's visible text: lines folded, math spans left out (each ends a line)."""
-    if "\\" in raw:
+    if "\\(" in raw or "\\[" in raw:  # what every MATH_SPAN match starts with
         raw = MATH_SPAN.sub("\n", raw)
     if not _LINE_BREAK.search(raw):
         return _fold(raw)
