@@ -1,0 +1,18 @@
+"""A chunk of a web page: what the extractor makes and the source store keeps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class WebChunk:
+    source_url: str  # the page, without fragment
+    url: str  # source_url + "#" + the section's fragment (an id or :~:text=…), or source_url for the top
+    title: str  # the page's title
+    heading: str  # the section's heading ("" for text before the first heading)
+    parents: tuple[str, ...]  # enclosing headings, outermost first
+    kind: str  # "section" or "table"
+    text: str
+    chunk_index: int  # 0..n-1 in page order
+    crawled_at: str  # ISO 8601, UTC, seconds
