@@ -125,7 +125,11 @@ def search(query, index_dir, site, k, type_, category, material, level, mode, mi
     """Search the knowledge chunks of an artifact set (the database first when one is configured)."""
     if not query and queries is None:
         raise click.UsageError("give a QUERY, or --queries FILE.jsonl")
-    index = kb.open_search(kb.load_config(site=site, index=index_dir, database_url=database_url))
+    from .retrieval_log import enable, log_retrieval
+
+    config = kb.load_config(site=site, index=index_dir, database_url=database_url)
+    enable(config.debug_log)
+    index = kb.open_search(config)
     filters = dict(k=k, type=type_, category=category, material=material, level=level, mode=mode,
                    min_similarity=min_similarity, min_relevance=min_relevance)
     if queries is not None:
@@ -138,6 +142,7 @@ def search(query, index_dir, site, k, type_, category, material, level, mode, mi
                                        "results": [r.to_dict() for r in results]}, ensure_ascii=False))
         return
     results = index.search(query, **filters)
+    log_retrieval(query, [r.to_dict() for r in results])
     best = _best_relevance(index, query, results, filters) if min_relevance is not None and not results else None
     if fmt == "json":
         answer = {"query": query, "relevant": any(r.relevant for r in results),
@@ -329,9 +334,10 @@ def learns_generate(site, model, base_url, only_missing, timeout, retries, fmt):
 
 
 from .cli_lint import check, suggest_ids, validate  # noqa: E402
+from .cli_sources import sources  # noqa: E402
 from .cli_store import db, publish, serve  # noqa: E402
 
-for _command in (check, suggest_ids, validate, publish, db, serve):
+for _command in (check, suggest_ids, validate, publish, db, serve, sources):
     main.add_command(_command)
 
 if __name__ == "__main__":

@@ -111,11 +111,14 @@ def db_sql(dim):
 @click.option("--allowed-host", "allowed_hosts", multiple=True,
               help="HTTP: accept only this Host header (and its http/https Origin), e.g. 'kb.example.org' or "
                    "'localhost:*'; repeatable. Default: the loopback names when bound to loopback, else no check.")
+@click.option("--store", help="Where notes, imported documents and web sources are kept: a SQLite file or a "
+                              "postgresql:// URL (setting store, KB_STORE). Default: the database when one is "
+                              "given, else .knowledge-notes.sqlite.")
 @click.option("--notes", "notes_path", type=_PATH,
-              help="SQLite file for saved notes and imported documents when no database is given (setting notes, "
-                   "KB_NOTES). Default: .knowledge-notes.sqlite.")
+              help="SQLite file for notes when no database and no --store is given (setting notes, KB_NOTES; "
+                   "the older name of --store).")
 @_fail_on_library_errors
-def serve(index_dir, site, database_url, transport, host, port, token, allowed_hosts, notes_path):
+def serve(index_dir, site, database_url, transport, host, port, token, allowed_hosts, store, notes_path):
     """Run the MCP server for AI tutors (stdio, or streamable HTTP at /mcp with GET /health)."""
     from .mcp_server import serve as run
     from .mcp_transport import is_loopback
@@ -124,5 +127,5 @@ def serve(index_dir, site, database_url, transport, host, port, token, allowed_h
         raise click.ClickException(
             f"refusing to serve on {host} without a token: anyone who can reach it could read and write the "
             "notes. Set KB_MCP_TOKEN (or pass --token) to a long random secret, or bind to 127.0.0.1.")
-    config = kb.load_config(site=site, index=index_dir, database_url=database_url, notes=notes_path)
+    config = kb.load_config(site=site, index=index_dir, database_url=database_url, notes=notes_path, store=store)
     run(config, transport, host, port, token or None, tuple(allowed_hosts))

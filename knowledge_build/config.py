@@ -49,6 +49,16 @@ class Config:
     missing_id: str = "warning"  # severity of a knowledge box without an id: error | warning | off
     prefix_mismatch: str = "warning"  # severity of an id prefix that contradicts its box
     sections: str = "unanchored"  # off | unanchored | all: see SECTION_MODES
+    store: str | None = None  # the writable store (notes, web sources): a SQLite file or a postgresql:// URL
+    max_pages: int = 50  # sources crawl: pages fetched from one index page at most
+    crawl_delay: float = 1.0  # seconds between requests to one host (robots.txt Crawl-delay wins when larger)
+    crawl_timeout: float = 30.0  # seconds per request of the crawler
+    crawl_concurrency: int = 4  # requests of the crawler in flight at most
+    respect_robots_txt: bool = True
+    robots_ttl: float = 3600.0  # seconds a host's robots.txt is kept
+    progress_interval: int = 5  # sources crawl: a progress line every N pages
+    allow_hosts: tuple[str, ...] = ()  # hosts the crawler may reach although they are private addresses
+    debug_log: str = "off"  # off | info (each retrieval: query, results' scores and sources) | debug (+ text previews)
     sources: tuple[str, ...] = ()  # where each value came from, for --debug output
 
     def with_overrides(self, **values) -> "Config":
@@ -83,7 +93,20 @@ _ENV = {
     "KB_CHAT_BASE_URL": "chat_base_url",
     "KB_CHAT_MODEL": "chat_model",
     "KB_SECTIONS": "sections",
+    "KB_STORE": "store",
+    "KB_MAX_PAGES": "max_pages",
+    "KB_CRAWL_DELAY": "crawl_delay",
+    "KB_CRAWL_TIMEOUT": "crawl_timeout",
+    "KB_CRAWL_CONCURRENCY": "crawl_concurrency",
+    "KB_RESPECT_ROBOTS_TXT": "respect_robots_txt",
+    "KB_ROBOTS_TTL": "robots_ttl",
+    "KB_PROGRESS_INTERVAL": "progress_interval",
+    "KB_ALLOW_HOSTS": "allow_hosts",
+    "KB_DEBUG_LOG": "debug_log",
 }
+_COUNTS = ("max_pages", "crawl_concurrency", "progress_interval")  # integers >= 1
+_FLAGS = ("respect_robots_txt",)
+DEBUG_LOG_LEVELS = ("off", "info", "debug")
 _PATHS = ("site", "output", "cache_dir", "glossary", "thesaurus", "generated_learns", "index", "notes")
 DEFAULT_NOTES = Path(".knowledge-notes.sqlite")
 GENERATED_LEARNS = Path("_data") / "learns.generated.yml"
@@ -146,7 +169,13 @@ def _relative_paths(values: dict, base: Path) -> dict:
     for key in _PATHS:
         if isinstance(values.get(key), str):
             values[key] = str(base / values[key])
+    if isinstance(values.get("store"), str) and not is_database_url(values["store"]):
+        values["store"] = str(base / Path(values["store"]).expanduser())
     return values
+
+
+def is_database_url(target: str) -> bool:
+    return target.startswith(("postgresql://", "postgres://"))
 
 
 def _coerce(values: dict, origin: str) -> dict:
@@ -179,8 +208,24 @@ def _coerce_one(key: str, value, origin: str):
         if number < 1:
             raise ConfigError(f"{origin}: batch_size must be a positive integer, got {value!r}.")
         return number
-    if key in ("embedding_timeout", "database_timeout"):
+    if key in ("embedding_timeout", "database_timeout", "crawl_timeout"):
         return positive_seconds(value, origin, key)
+    if key in ("crawl_delay", "robots_ttl"):
+        return _seconds_or_zero(value, origin, key)
+    if key in _COUNTS:
+        return _count(value, origin, key)
+    if key in _FLAGS:
+        return _flag(value, origin, key)
+    if key == "debug_log":
+        value = {True: "info", False: "off"}.get(value, value) if isinstance(value, bool) else str(value).lower()
+        value = {"true": "info", "1": "info", "on": "info", "false": "off", "0": "off"}.get(value, value)
+        if value not in DEBUG_LOG_LEVELS:
+            raise ConfigError(f"{origin}: debug_log must be one of off, info, debug (or true/false), got {value!r}.")
+        return value
+    if key == "store":
+        if not isinstance(value, (str, Path)) or not str(value).strip():
+            raise ConfigError(f"{origin}: store must be a SQLite file path or a postgresql:// URL, got {value!r}.")
+        return str(value) if is_database_url(str(value)) else str(Path(value).expanduser())
     if key == "sections":
         if value is False:  # YAML 1.1 reads an unquoted `sections: off` as false
             value = "off"
@@ -193,7 +238,7 @@ def _coerce_one(key: str, value, origin: str):
                 f"{origin}: unknown embedder {value!r}. Choose one of: {', '.join(EMBEDDERS)}."
             )
         return value
-    if key in ("box_classes", "exclude"):
+    if key in ("box_classes", "exclude", "allow_hosts"):
         if isinstance(value, str):
             value = [v.strip() for v in value.split(",") if v.strip()]
         return tuple(value)
@@ -208,6 +253,47 @@ def positive_seconds(value, origin: str, key: str = "embedding_timeout") -> floa
     if not seconds > 0 or seconds == float("inf"):
         raise ConfigError(f"{origin}: {key} must be a positive number of seconds, got {value!r}.")
     return seconds
+
+
+def _seconds_or_zero(value, origin: str, key: str) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if not 0 <= seconds < float("inf") or isinstance(value, bool):
+        raise ConfigError(f"{origin}: {key} must be a number of seconds, 0 or more, got {value!r}.")
+    return seconds
+
+
+def _count(value, origin: str, key: str) -> int:
+    try:
+        number = int(value) if not isinstance(value, (bool, float)) else 0
+    except (TypeError, ValueError):
+        number = 0
+    if number < 1:
+        raise ConfigError(f"{origin}: {key} must be a positive integer, got {value!r}.")
+    return number
+
+
+def _flag(value, origin: str, key: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{origin}: {key} must be true or false, got {value!r}.")
+
+
+def store_target(config: Config) -> str:
+    """Where notes and web sources are kept: `store`, else the database (database_url), else the
+    older `notes` file, else .knowledge-notes.sqlite in the current directory."""
+    if config.store:
+        return config.store
+    if config.database_url:
+        return config.database_url
+    return str(config.notes if config.notes is not None else DEFAULT_NOTES)
 
 
 def index_dir(config: Config) -> Path:

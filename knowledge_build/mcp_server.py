@@ -2,7 +2,8 @@
 
 Tools: search_knowledge, get_chunk_by_id, list_concepts (the site's chunks, database first and
 the artifacts as fallback), save_knowledge, delete_knowledge, knowledge_import, knowledge_query
-(the writable store). Over HTTP (streamable HTTP at /mcp) it also answers GET /health.
+(the writable store), crawl_site, add_page, source_status, delete_source (web sources, in the same
+store: mcp_sources.py). Over HTTP (streamable HTTP at /mcp) it also answers GET /health.
 Uses only the public API; every limit (query, note and document size, chunks per import, top_k)
 is the library's, and a call over one gets the library's message as its tool error.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 from functools import lru_cache
+from pathlib import Path
 
 import knowledge_build as kb
 
@@ -26,16 +28,21 @@ INSTRUCTIONS = (
 )
 
 
-def create_server(service, notes):
-    """An MCPServer over a SearchService (site chunks) and a NoteStore (writable knowledge)."""
+def create_server(service, notes, sources=None, crawl_settings=None):
+    """An MCPServer over a SearchService (site chunks), a NoteStore (writable knowledge) and, when
+    given, a SourceStore (web pages: the source tools, and web chunks mixed into search_knowledge)."""
     from starlette.requests import Request
     from starlette.responses import JSONResponse
+
+    from .mcp_sources import mixed, register_source_tools, web_result
+    from .retrieval_log import log_retrieval
 
     server = _strict_server_class()("knowledge-build", instructions=INSTRUCTIONS, version=kb.__version__)
 
     @server.tool()
     def search_knowledge(query: str, top_k: int = 5, type: str | None = None, category: str | None = None,
-                         material: str | None = None, level: str | None = None, min_relevance: float | None = None):
+                         material: str | None = None, level: str | None = None, min_relevance: float | None = None,
+                         include_sources: bool | None = None):
         """Find the knowledge boxes that answer a question (Japanese, kana, romaji or English).
 
         Returns results best first with url (a link to the exact box, from the site root),
@@ -48,7 +55,8 @@ def create_server(service, notes):
         these results. min_relevance (0-1, e.g. 0.5) drops results below it.
         Filters: type, category (id or the site's name, e.g. equations), material (page name or
         title), level (基礎, 標準, 発展). A filter value the site does not have is an error naming
-        the values it has.
+        the values it has. include_sources (default: true when web sources are stored, and no filter
+        is given) mixes chunks of crawled web pages into the list (source "web", source_url, heading).
         """
         if not query or not query.strip():
             return _error("query is required")
@@ -59,8 +67,14 @@ def create_server(service, notes):
                                      level=level, min_relevance=min_relevance)
         except (kb.InputTooLarge, kb.UnknownFilterValue) as exc:
             return _error(str(exc))
-        return _ok({"results": [r.to_dict() for r in results], "total": len(results),
-                    "relevant": any(r.relevant for r in results)})
+        site = [r.to_dict() for r in results]
+        relevant = any(r.relevant for r in results)
+        filtered = any(v is not None for v in (type, category, material, level, min_relevance))
+        if sources is not None and (include_sources or (include_sources is None and not filtered)):
+            web = [web_result(row) for row in sources.query(query, k=_top_k(top_k))] if sources.status()["chunks"] else []
+            site = mixed(site, web, _top_k(top_k))
+        log_retrieval(query, site)
+        return _ok({"results": site, "total": len(site), "relevant": relevant})
 
     @server.tool()
     def get_chunk_by_id(id: str):
@@ -144,6 +158,9 @@ def create_server(service, notes):
             results.append(entry)
         return _ok({"results": results, "total": len(results)})
 
+    if sources is not None:
+        register_source_tools(server, sources, crawl_settings, _ok, _error)
+
     @server.custom_route("/health", methods=["GET"])
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "healthy", "version": kb.__version__, **service.health(),
@@ -215,16 +232,24 @@ def _jsonable(row: dict) -> dict:
 
 def serve(config, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
           allowed_hosts: tuple[str, ...] = ()) -> None:
-    """Serve the site's index and the notes store resolved from one Config (index, database_url,
-    database_timeout, base_url, embedding_timeout, notes)."""
-    from .config import DEFAULT_NOTES
+    """Serve the site's index and the writable store resolved from one Config (index, database_url,
+    database_timeout, base_url, embedding_timeout, store/notes, the crawl settings)."""
+    from .config import is_database_url, store_target
     from .mcp_transport import run_http, run_stdio
     from .service import service_for
+    from .store.sources import SourceStore
+    from .web.ingest import crawler_settings
 
+    from .retrieval_log import enable
+
+    enable(config.debug_log)
     index = kb.open_search(config, use_database=False)
     service = service_for(index, config)
-    notes = kb.NoteStore(index.embedder, config.notes or DEFAULT_NOTES, config.database_url)
-    server = create_server(service, notes)
+    target = store_target(config)
+    notes = (kb.NoteStore(index.embedder, None, target) if is_database_url(target)
+             else kb.NoteStore(index.embedder, Path(target)))
+    sources = SourceStore(index.embedder, target)
+    server = create_server(service, notes, sources, crawler_settings(config))
     if transport == "http":
         run_http(server, host, port, token, allowed_hosts)
     else:
