@@ -31,6 +31,7 @@ class LoopbackSite:
     def __init__(self, routes: dict[str, Route]):
         self.routes = routes
         self.requests: list[tuple[str, float]] = []
+        self.tracker = None  # optional object with lock/now/peak: requests in flight (shareable by servers)
         site = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -38,6 +39,19 @@ class LoopbackSite:
 
             def do_GET(self):
                 site.requests.append((self.path, time.monotonic()))
+                tracker = site.tracker
+                if tracker is not None:
+                    with tracker.lock:
+                        tracker.now += 1
+                        tracker.peak = max(tracker.peak, tracker.now)
+                try:
+                    self._answer()
+                finally:
+                    if tracker is not None:
+                        with tracker.lock:
+                            tracker.now -= 1
+
+            def _answer(self):
                 route = site.routes.get(self.path, Route("<h1>Not here</h1>", status=404))
                 if route.sleep:
                     time.sleep(route.sleep)

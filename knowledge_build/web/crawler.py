@@ -152,9 +152,10 @@ class Crawler:
         gap = self.settings.delay
         try:
             if self.settings.respect_robots_txt:
-                if not await self.robots.allowed(client, url):
+                allowed, crawl_delay = await self.robots.check(client, url)
+                if not allowed:
                     raise CrawlError("disallowed by robots.txt")
-                gap = max(gap, await self.robots.crawl_delay(client, url) or 0.0)
+                gap = max(gap, crawl_delay or 0.0)
             async with self._gate(url, gap):
                 async with asyncio.timeout(self.settings.timeout):
                     return await self._get(client, url)

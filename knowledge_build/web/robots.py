@@ -49,15 +49,18 @@ class RobotsCache:
         self._pending: dict[str, asyncio.Future] = {}
 
     async def allowed(self, client, url: str) -> bool:
-        parser = await self._parser(client, url)
-        return parser is None or parser.can_fetch(self.user_agent, url)
+        return (await self.check(client, url))[0]
 
     async def crawl_delay(self, client, url: str) -> float | None:
+        return (await self.check(client, url))[1]
+
+    async def check(self, client, url: str) -> tuple[bool, float | None]:
+        """(allowed, Crawl-delay) from one look at the host's robots.txt."""
         parser = await self._parser(client, url)
         if parser is None:
-            return None
+            return True, None
         delay = parser.crawl_delay(self.user_agent)
-        return float(delay) if delay is not None else None
+        return parser.can_fetch(self.user_agent, url), float(delay) if delay is not None else None
 
     async def _parser(self, client, url: str) -> RobotFileParser | None:
         key = host_key(url)
