@@ -45,3 +45,22 @@ def page_title(root) -> str:
             if text:
                 return text
     return ""
+
+
+def page_chunks(page: FetchedPage, *, max_chars: int = 800) -> list[WebChunk]:
+    """The page's section and table chunks in page order (see the module docstring). A page without
+    text gives no chunks. SectionsUnavailable when the Japanese tokenizer the chunkers need is missing."""
+    root = parse_html(page.html)
+    title = page_title(root)
+    try:
+        from ..sections import page_parts
+
+        parts = page_parts(root, anchored=set(), max_chars=max_chars)
+    except ImportError as exc:  # fugashi/unidic-lite/jaconv name the sections
+        from ..errors import SectionsUnavailable
+
+        raise SectionsUnavailable(str(exc)) from exc
+    return [WebChunk(source_url=page.url, url=f"{page.url}#{part.fragment}" if part.fragment else page.url,
+                     title=title, heading=part.heading, parents=part.parents, kind=part.kind, text=part.text,
+                     chunk_index=index, crawled_at=page.crawled_at)
+            for index, part in enumerate(parts)]
