@@ -4,16 +4,22 @@ reason, politeness measured on the server's clock, robots.txt obeyed and cached.
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import pairwise
 
 import pytest
 
-from knowledge_build.web.crawler import (CrawlError, Crawler, CrawlSettings, FetchedPage, PageError,
-                                         PatternInvalid)
+from knowledge_build.web.crawler import (
+    Crawler,
+    CrawlError,
+    CrawlSettings,
+    FetchedPage,
+    PageError,
+    PatternInvalid,
+)
 
 
 @dataclass
@@ -82,11 +88,12 @@ class LoopbackSite:
 
     def gaps(self) -> list[float]:
         times = sorted(at for _, at in self.requests)
-        return [b - a for a, b in zip(times, times[1:])]
+        return [b - a for a, b in pairwise(times)]
 
 
-@pytest.fixture
-def serve():
+def serving():
+    """Yields start(routes) -> a running LoopbackSite; every site started is stopped afterwards. The
+    `serve` fixture of each web test module is this generator."""
     sites = []
 
     def start(routes: dict[str, Route]) -> LoopbackSite:
@@ -101,12 +108,17 @@ def serve():
         site.server.server_close()
 
 
+@pytest.fixture
+def serve():
+    yield from serving()
+
+
 def _page(title: str, text: str = "本文です。") -> str:
     return f"<html><head><title>{title}</title></head><body><main><h1>{title}</h1><p>{text}</p></main></body></html>"
 
 
 def _settings(site: LoopbackSite, **overrides) -> CrawlSettings:
-    values = dict(delay=0.0, timeout=10.0, allow_hosts=(site.host,))
+    values = {"delay": 0.0, "timeout": 10.0, "allow_hosts": (site.host,)}
     values.update(overrides)
     return CrawlSettings(**values)
 
@@ -167,7 +179,7 @@ def test_crawl_delay_in_robots_txt_wins_when_larger_than_the_delay(serve):
     report = asyncio.run(Crawler(_settings(site, delay=0.2)).crawl(site.url("/")))
     assert len(report.pages) == 3
     pages = sorted(at for path, at in site.requests if path.startswith("/p"))
-    assert min(b - a for a, b in zip(pages, pages[1:])) >= 1.0
+    assert min(b - a for a, b in pairwise(pages)) >= 1.0
 
 
 def test_max_pages_cuts_the_links_and_reports_the_rest_as_skipped(serve):

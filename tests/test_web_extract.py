@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from knowledge_build.web.crawler import Crawler, CrawlSettings, FetchedPage
 from knowledge_build.web.extract import page_chunks, page_title, parse_html
-from tests.test_web_crawler import Route, serve  # noqa: F401  (serve is a fixture)
+from tests.test_web_crawler import Route, serving
 
 URL = "https://game.example/characters"
 WHEN = "2026-03-01T09:30:00Z"
 HEADER = "名前 | 職業 | 出身地"
 CHARACTERS = [(f"キャラ{n:02d}", "剣士" if n % 2 else "魔法使い", "北の村" if n % 3 else "港町") for n in range(1, 24)]
+
+
+@pytest.fixture
+def serve():
+    yield from serving()
 
 
 def _table_page() -> str:
@@ -49,7 +56,7 @@ def test_chunks_record_source_title_order_and_crawl_time():
     assert {c.source_url for c in chunks} == {URL}
     assert {c.title for c in chunks} == {"ゲームの登場人物"}
     assert {c.crawled_at for c in chunks} == {WHEN}
-    assert [c.kind for c in chunks][0] == "section" and chunks[-1].heading == "物語のあらすじ"
+    assert chunks[0].kind == "section" and chunks[-1].heading == "物語のあらすじ"
     assert chunks[-1].url.startswith(URL + "#:~:text=")
 
 

@@ -7,12 +7,17 @@ import asyncio
 import logging
 import threading
 
-from knowledge_build.web.crawler import CrawlError, Crawler, CrawlSettings
-from tests.test_web_crawler import Route, _page, serve  # noqa: F401  (serve is a fixture)
-
 import pytest
 
+from knowledge_build.web.crawler import Crawler, CrawlError, CrawlSettings
+from tests.test_web_crawler import Route, _page, serving
+
 TEXT = {"Content-Type": "text/plain"}
+
+
+@pytest.fixture
+def serve():
+    yield from serving()
 
 
 def _site(serve, robots: Route | None, pages=("/a", "/b")):
@@ -24,7 +29,7 @@ def _site(serve, robots: Route | None, pages=("/a", "/b")):
 
 
 def _crawler(site, **overrides) -> Crawler:
-    values = dict(delay=0.0, timeout=10.0, allow_hosts=(site.host,))
+    values = {"delay": 0.0, "timeout": 10.0, "allow_hosts": (site.host,)}
     values.update(overrides)
     return Crawler(CrawlSettings(**values))
 
