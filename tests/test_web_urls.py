@@ -106,3 +106,29 @@ def test_allow_hosts_with_a_port_does_not_open_the_other_ports():
 def test_normalise_url_removes_only_the_fragment_and_lowers_scheme_and_host():
     assert normalise_url("HTTP://User@Example.COM:8080/A/b/?x=Y#frag") == "http://User@example.com:8080/A/b/?x=Y"
     assert normalise_url("https://example.com/page#a") == normalise_url("https://example.com/page#b")
+
+
+def test_a_name_that_resolves_to_a_private_address_at_connect_time_is_refused(monkeypatch):
+    """DNS rebinding: public when validate_url asks, loopback a moment later when the connection is
+    opened. The connection is checked again, so the loopback server never sees a request."""
+    from knowledge_build.web.crawler import CrawlError, Crawler, CrawlSettings
+    from tests.test_web_crawler import Route, _page, serving
+
+    answers = iter(["93.184.216.34"])
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if host in ("rebind.test", b"rebind.test"):  # anyio passes the name IDNA-encoded
+            return real(next(answers, "127.0.0.1"), port, *args, **kwargs)
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    servers = serving()
+    site = next(servers)({"/": Route(_page("内部のページ"))})
+    port = site.host.rsplit(":", 1)[1]
+    try:
+        with pytest.raises(CrawlError, match="^refused: rebind.test resolves to 127.0.0.1, a private address$"):
+            asyncio.run(Crawler(CrawlSettings(delay=0, respect_robots_txt=False)).fetch(f"http://rebind.test:{port}/"))
+        assert site.requests == []
+    finally:
+        next(servers, None)

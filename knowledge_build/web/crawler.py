@@ -23,7 +23,7 @@ from urllib.parse import urljoin, urlsplit
 
 from ..errors import KnowledgeBuildError
 from .robots import RobotsCache
-from .urls import UrlRefused, host_key, normalise_url, validate_url
+from .urls import UrlRefused, checked_transport, host_key, normalise_url, validate_url
 
 __all__ = ["CrawlError", "CrawlReport", "CrawlSettings", "Crawler", "FetchedPage", "PageError", "PatternInvalid"]
 
@@ -136,7 +136,7 @@ class Crawler:
             follow_redirects=False,
             timeout=httpx.Timeout(self.settings.timeout),
             headers={"User-Agent": self.settings.user_agent},
-            limits=httpx.Limits(max_connections=max(1, self.settings.concurrency)),
+            transport=checked_transport(self.settings.allow_hosts, max(1, self.settings.concurrency)),
             # No proxy or .netrc from the environment: the address check must be about the host
             # actually connected to, and a crawl must not send the user's credentials anywhere.
             trust_env=False,
@@ -161,6 +161,8 @@ class Crawler:
                     return await self._get(client, url)
         except (httpx.TimeoutException, TimeoutError):
             raise CrawlError(f"timed out after {_seconds(self.settings.timeout)} s") from None
+        except UrlRefused as exc:  # the connect-time check (checked_transport): DNS changed its answer
+            raise CrawlError(str(exc)) from None
         except (httpx.HTTPError, OSError) as exc:
             raise CrawlError(f"connection failed: {_describe(exc)}") from None
 

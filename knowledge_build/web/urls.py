@@ -2,7 +2,9 @@
 
 `validate_url` resolves the host and checks every address it resolves to, so a public-looking name
 that points at 10.0.0.5 or the cloud metadata service (169.254.169.254) is refused like the literal
-address. `allow_hosts` is the one way past the check (an intranet site, the tests' loopback server).
+address. `checked_transport` makes the same check when a connection is opened and connects to the
+checked address, so the answer cannot change in between (DNS rebinding). `allow_hosts` is the one
+way past the check (an intranet site, the tests' loopback server).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import KnowledgeBuildError
 
-__all__ = ["UrlRefused", "host_key", "normalise_url", "refused_address", "validate_url"]
+__all__ = ["UrlRefused", "checked_address", "checked_transport", "host_key", "normalise_url", "refused_address",
+           "validate_url"]
 
 SCHEMES = ("http", "https")
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -60,17 +63,58 @@ async def validate_url(url: str, allow_hosts: tuple[str, ...] = ()) -> str:
         port = parts.port or DEFAULT_PORTS[parts.scheme]
     except ValueError:
         raise UrlRefused(f"refused: {url!r} has an invalid port") from None
+    await checked_address(host, port, allow_hosts)
+    return normal
+
+
+async def checked_address(host: str, port: int, allow_hosts: tuple[str, ...] = ()) -> str:
+    """The address to connect to for host:port: the host itself when allow-listed, else its first
+    resolved address after every one was checked (UrlRefused when any is private)."""
     if _allowed_host(host, port, allow_hosts):
-        return normal
+        return host
     literal = _ip(host)
     if literal is not None:
         if refused_address(literal):
             raise UrlRefused(f"refused: {literal} is a private address")
-        return normal
-    for address in await _resolve(host, port):
+        return host
+    addresses = await _resolve(host, port)
+    for address in addresses:
         if refused_address(address):
             raise UrlRefused(f"refused: {host} resolves to {address}, a private address")
-    return normal
+    return str(addresses[0])
+
+
+def checked_transport(allow_hosts: tuple[str, ...], max_connections: int):
+    """An httpx transport whose every connection goes to an address checked at connect time, so a
+    name that resolved to a public address for validate_url and to 10.0.0.5 a moment later (DNS
+    rebinding) is still refused; TLS still verifies the certificate against the host name."""
+    import httpcore
+    import httpx
+
+    class CheckedBackend(httpcore.AsyncNetworkBackend):
+        def __init__(self):
+            self.inner = httpcore.AnyIOBackend()
+
+        async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+            address = await checked_address(host, port, allow_hosts)
+            return await self.inner.connect_tcp(address, port, timeout=timeout, local_address=local_address,
+                                                socket_options=socket_options)
+
+        async def connect_unix_socket(self, path, timeout=None, socket_options=None):
+            raise UrlRefused("refused: a Unix socket is not http or https")
+
+        async def sleep(self, seconds):
+            await self.inner.sleep(seconds)
+
+    transport = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=max_connections), trust_env=False)
+    # httpx has no public hook for the network backend; its pool keeps it here (httpx 0.27-0.28,
+    # httpcore 1.x). test_web_urls checks a rebinding name is refused, so a change here is seen.
+    pool = getattr(transport, "_pool", None)
+    if pool is None or not hasattr(pool, "_network_backend"):
+        raise RuntimeError("this httpx version has no connection pool to check addresses in; "
+                           "install httpx>=0.27,<0.29 (pip install 'knowledge-build[web]')")
+    pool._network_backend = CheckedBackend()
+    return transport
 
 
 def refused_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
