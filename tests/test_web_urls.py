@@ -111,7 +111,7 @@ def test_normalise_url_removes_only_the_fragment_and_lowers_scheme_and_host():
 def test_a_name_that_resolves_to_a_private_address_at_connect_time_is_refused(monkeypatch):
     """DNS rebinding: public when validate_url asks, loopback a moment later when the connection is
     opened. The connection is checked again, so the loopback server never sees a request."""
-    from knowledge_build.web.crawler import CrawlError, Crawler, CrawlSettings
+    from knowledge_build.web.crawler import Crawler, CrawlError, CrawlSettings
     from tests.test_web_crawler import Route, _page, serving
 
     answers = iter(["93.184.216.34"])
