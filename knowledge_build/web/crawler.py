@@ -1,0 +1,315 @@
+"""Fetching pages of other sites politely and safely: one page, or the pages an index page links to.
+
+Every request goes through `Crawler._fetch`: the URL is validated (urls.validate_url: no private
+address unless allow-listed), robots.txt is asked (robots.RobotsCache), the request waits for its turn
+at the host (one at a time, each starting at least max(delay, Crawl-delay) seconds after the previous
+one ended, monotonic clock), at most `concurrency` requests are in flight over all hosts, redirects are never followed (a redirect could lead to an
+address validate_url would refuse), the body is capped at `max_bytes` and the whole request at
+`timeout` seconds. What goes wrong with one page is a `CrawlError` whose message is the reason; a
+crawl records it as that page's `PageError` and goes on with the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import re
+import time
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from urllib.parse import urljoin, urlsplit
+
+from ..errors import KnowledgeBuildError
+from .robots import RobotsCache
+from .urls import UrlRefused, checked_transport, host_key, normalise_url, validate_url
+
+__all__ = ["CrawlError", "CrawlReport", "CrawlSettings", "Crawler", "FetchedPage", "PageError", "PatternInvalid"]
+
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+
+
+class CrawlError(KnowledgeBuildError):
+    """One page could not be fetched; str(exc) is the reason ("HTTP 404 Not Found", …)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class PatternInvalid(KnowledgeBuildError):
+    def __init__(self, pattern: str, detail: str):
+        super().__init__(f"the URL pattern {pattern!r} is not a valid regular expression ({detail}). Fix: "
+                         "give a Python regular expression matched anywhere in the URL, e.g. '/articles/'.")
+
+
+@dataclass(frozen=True)
+class CrawlSettings:
+    timeout: float = 30.0  # seconds for one whole request (connect, headers, body)
+    max_pages: int = 50  # pages taken from an index page
+    delay: float = 1.0  # seconds between the starts of two requests to one host
+    concurrency: int = 4  # requests in flight, all hosts together
+    respect_robots_txt: bool = True
+    robots_ttl: float = 3600.0  # seconds a host's robots.txt is kept
+    allow_hosts: tuple[str, ...] = ()  # hosts ("name" or "name:port") allowed to be private addresses
+    user_agent: str = "knowledge-build"
+    max_bytes: int = 5_000_000  # a larger body is an error, not truncated
+
+
+@dataclass(frozen=True)
+class FetchedPage:
+    url: str  # normalised (no fragment)
+    title: str
+    html: str
+    crawled_at: str  # ISO 8601, UTC, seconds
+
+
+@dataclass(frozen=True)
+class PageError:
+    url: str
+    reason: str
+
+
+@dataclass
+class CrawlReport:
+    index_url: str
+    pages: list[FetchedPage] = field(default_factory=list)
+    errors: list[PageError] = field(default_factory=list)  # linked pages that could not be fetched
+    skipped: list[PageError] = field(default_factory=list)  # links not followed, with why
+
+
+class Crawler:
+    def __init__(self, settings: CrawlSettings = CrawlSettings()):
+        self.settings = settings
+        self.robots = RobotsCache(settings.robots_ttl, settings.user_agent, settings.timeout, gate=self._robots_gate)
+        self._last_end: dict[str, float] = {}  # host -> monotonic end of its latest request
+        self._loop = None
+        self._slots: asyncio.Semaphore | None = None
+        self._host_locks: dict[str, asyncio.Lock] = {}
+
+    async def fetch(self, url: str) -> FetchedPage:
+        """One page; CrawlError(reason) when it cannot be fetched."""
+        async with self._client() as client:
+            return await self._fetch(client, url)
+
+    async def links(self, index_url: str, pattern: str | None = None) -> tuple[list[str], list[PageError]]:
+        """The same-host pages the index page links to (depth 1), absolute, without fragments, once each
+        in page order, matching `pattern` (re.search), at most max_pages; and the links left out, with why.
+        CrawlError when the index page itself cannot be fetched."""
+        async with self._client() as client:
+            index = await self._fetch(client, index_url)
+        return self._select(index, _compiled(pattern), pattern)
+
+    async def crawl(self, index_url: str, pattern: str | None = None,
+                    progress: Callable[[int, int], None] | None = None) -> CrawlReport:
+        """The index page's links (see `links`) fetched; each page's failure is its PageError.
+        progress(done, total) is called after every page. CrawlError when the index page fails."""
+        regex = _compiled(pattern)
+        async with self._client() as client:
+            index = await self._fetch(client, index_url)
+            urls, skipped = self._select(index, regex, pattern)
+            report = CrawlReport(index.url, skipped=skipped)
+            results: dict[str, FetchedPage | PageError] = {}
+
+            async def one(url: str) -> None:
+                try:
+                    results[url] = await self._fetch(client, url)
+                except CrawlError as exc:
+                    results[url] = PageError(url, exc.reason)
+                if progress is not None:
+                    progress(len(results), len(urls))
+
+            await asyncio.gather(*(one(url) for url in urls))
+        for url in urls:  # page order, whatever order they finished in
+            result = results[url]
+            (report.pages if isinstance(result, FetchedPage) else report.errors).append(result)
+        return report
+
+    # -- one request -------------------------------------------------------------------------------
+
+    def _client(self):
+        import httpx
+
+        return httpx.AsyncClient(
+            follow_redirects=False,
+            timeout=httpx.Timeout(self.settings.timeout),
+            headers={"User-Agent": self.settings.user_agent},
+            transport=checked_transport(self.settings.allow_hosts, max(1, self.settings.concurrency)),
+            # No proxy or .netrc from the environment: the address check must be about the host
+            # actually connected to, and a crawl must not send the user's credentials anywhere.
+            trust_env=False,
+        )
+
+    async def _fetch(self, client, url: str) -> FetchedPage:
+        import httpx
+
+        try:
+            url = await validate_url(url, self.settings.allow_hosts)
+        except UrlRefused as exc:
+            raise CrawlError(str(exc)) from None
+        gap = self.settings.delay
+        try:
+            if self.settings.respect_robots_txt:
+                allowed, crawl_delay = await self.robots.check(client, url)
+                if not allowed:
+                    raise CrawlError("disallowed by robots.txt")
+                gap = max(gap, crawl_delay or 0.0)
+            async with self._gate(url, gap):
+                async with asyncio.timeout(self.settings.timeout):
+                    return await self._get(client, url)
+        except (httpx.TimeoutException, TimeoutError):
+            raise CrawlError(f"timed out after {_seconds(self.settings.timeout)} s") from None
+        except UrlRefused as exc:  # the connect-time check (checked_transport): DNS changed its answer
+            raise CrawlError(str(exc)) from None
+        except (httpx.HTTPError, OSError) as exc:
+            raise CrawlError(f"connection failed: {_describe(exc)}") from None
+
+    async def _get(self, client, url: str) -> FetchedPage:
+        async with client.stream("GET", url) as response:
+            status = response.status_code
+            if 300 <= status < 400:
+                location = response.headers.get("location")
+                target = urljoin(url, location) if location else "(no Location header)"
+                raise CrawlError(f"redirect to {target} not followed (HTTP {status})")
+            if status >= 400 or status < 200:
+                raise CrawlError(f"HTTP {status} {response.reason_phrase}".rstrip())
+            content_type = response.headers.get("content-type", "")
+            media = content_type.split(";", 1)[0].strip().lower()
+            if media and media not in HTML_TYPES:
+                raise CrawlError(f"not HTML ({media})")
+            body = await self._body(response)
+            html = _decode(body, response.charset_encoding)
+        from .extract import page_title, parse_html
+
+        return FetchedPage(url=url, title=page_title(parse_html(html)), html=html, crawled_at=_now())
+
+    async def _body(self, response) -> bytes:
+        limit = self.settings.max_bytes
+        too_large = CrawlError(f"larger than {limit:,} bytes")
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise too_large
+        data = bytearray()
+        async for chunk in response.aiter_bytes():
+            data += chunk
+            if len(data) > limit:
+                raise too_large
+        return bytes(data)
+
+    # -- politeness --------------------------------------------------------------------------------
+
+    def _primitives(self) -> tuple[asyncio.Semaphore, dict[str, asyncio.Lock]]:
+        # asyncio primitives belong to one event loop; the CLI and tests may run several crawls with
+        # one Crawler, each under its own asyncio.run.
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._loop = loop
+            self._slots = asyncio.Semaphore(max(1, self.settings.concurrency))
+            self._host_locks = {}
+        return self._slots, self._host_locks
+
+    @asynccontextmanager
+    async def _gate(self, url: str, gap: float):
+        """One request to a host at a time, starting at least `gap` seconds after the previous one to
+        that host ended, and at most `concurrency` in flight over all hosts. Measured from the end of
+        the previous request rather than its start: stricter, and the site is sure to see the gap
+        (its own clock sees a request arrive after the previous one was answered)."""
+        slots, locks = self._primitives()
+        key = host_key(url)
+        async with locks.setdefault(key, asyncio.Lock()):
+            wait = self._last_end.get(key, float("-inf")) + gap - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            async with slots:
+                try:
+                    yield
+                finally:
+                    self._last_end[key] = time.monotonic()
+
+    def _robots_gate(self, robots_url: str):
+        return self._gate(robots_url, self.settings.delay)
+
+    # -- index page --------------------------------------------------------------------------------
+
+    def _select(self, index: FetchedPage, regex, pattern) -> tuple[list[str], list[PageError]]:
+        from .extract import parse_html
+
+        host = urlsplit(index.url).hostname
+        urls: list[str] = []
+        skipped: list[PageError] = []
+        seen = {index.url}
+        for link in _links(parse_html(index.html), index.url):
+            if link in seen:
+                continue
+            seen.add(link)
+            parts = urlsplit(link)
+            if parts.scheme not in ("http", "https"):
+                skipped.append(PageError(link, f"not http or https ({parts.scheme}:)"))
+            elif parts.hostname != host:
+                skipped.append(PageError(link, f"other domain ({parts.hostname})"))
+            elif regex is not None and not regex.search(link):
+                skipped.append(PageError(link, f"does not match the pattern {pattern!r}"))
+            elif len(urls) >= self.settings.max_pages:
+                skipped.append(PageError(link, f"over max_pages ({self.settings.max_pages})"))
+            else:
+                urls.append(link)
+        return urls, skipped
+
+
+def _links(root, page_url: str) -> list[str]:
+    """Every <a href> of the page, absolute (the page's <base href> honoured) and without fragment."""
+    base = page_url
+    for element in root.iter("base"):
+        if element.get("href"):
+            base = urljoin(page_url, element.get("href").strip())
+            break
+    links = []
+    for element in root.iter("a"):
+        href = (element.get("href") or "").strip()
+        if href and not href.startswith("#"):
+            try:
+                links.append(normalise_url(urljoin(base, href)))
+            except ValueError:  # an unparsable href (a bad IPv6 literal, a bad port) is not a page
+                continue
+    return links
+
+
+def _compiled(pattern: str | None):
+    if not pattern:
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise PatternInvalid(pattern, str(exc)) from None
+
+
+def _decode(body: bytes, header_charset: str | None) -> str:
+    """The header's charset, else the page's <meta charset>, else UTF-8; undecodable bytes replaced
+    (a page with a few bad bytes is still worth its text)."""
+    for candidate in (header_charset, _meta_charset(body), "utf-8"):
+        if candidate:
+            try:
+                return body.decode(codecs.lookup(candidate).name, errors="replace")
+            except LookupError:
+                continue
+    return body.decode("utf-8", errors="replace")
+
+
+def _meta_charset(body: bytes) -> str | None:
+    match = _META_CHARSET.search(body[:4096])
+    return match.group(1).decode("ascii") if match else None
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}"
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return text if text else type(exc).__name__
