@@ -13,7 +13,7 @@ from mcp import Client, StdioServerParameters
 
 pytestmark = pytest.mark.model
 TOOLS = {"search_knowledge", "get_chunk_by_id", "list_concepts", "save_knowledge", "delete_knowledge",
-         "knowledge_import", "knowledge_query"}
+         "knowledge_import", "knowledge_query", "crawl_site", "add_page", "source_status", "delete_source"}
 
 
 def _stdio(index_dir, notes, *extra):
