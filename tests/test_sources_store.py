@@ -295,3 +295,30 @@ def test_a_reader_with_sqlite_vec_catches_up_with_a_writer_without_it(tmp_path):
         assert all(r["source"] != "https://math.example/6" for r in results)
         dense = with_vec._db.candidates(FakeEmbedder().embed_query("ユークリッドの互除法"), {}, 100)[0]
         assert len(dense) == 2 * len(TOPICS) - 1
+
+
+def test_token_counts_follow_every_write(store, tmp_path):
+    """knowledge_source_terms (what the lexical channel reads to skip very common tokens) always
+    equals the counts of the stored chunks' tokens, after re-ingests and deletes."""
+    import json
+    from collections import Counter
+
+    fill(store)
+    store.replace_source("https://math.example/2", "確率", page("https://math.example/2", "確率", [("新", "新しい確率の話")]))
+    store.delete_source("https://math.example/5")
+    conn = sqlite3.connect(tmp_path / "store.sqlite")
+    expected = Counter((name, t) for (tokens,) in conn.execute("select tokens from knowledge_source_chunks")
+                       for name, values in json.loads(tokens).items() for t in set(values))
+    stored = {(f, t): n for f, t, n in conn.execute("select field, term, docs from knowledge_source_terms")}
+    conn.close()
+    assert stored == dict(expected)
+
+
+def test_very_common_query_tokens_are_not_searched_unless_all_are(store, monkeypatch):
+    fill(store)
+    monkeypatch.setattr(sources_module, "MIN_DF_CUT", 1)
+    monkeypatch.setattr(sources_module, "MAX_DF_SHARE", 0.0)
+    with store._db._transaction(write=False) as cur:
+        # 練習 is in every page's second chunk; 互除法 in one chunk only
+        assert store._db._selective(cur, {"lemma": ["練習", "互除", "ない語"]}) == {"lemma": ["互除"]}
+        assert store._db._selective(cur, {"lemma": ["練習", "問題", "解く", "ない語"]}) != {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,6 +18,10 @@ from .sources import FIELDS, SourcesUnavailable, _now, fts_document, fts_match, 
 _COLUMNS = ("id", "source_url", "chunk_index", "url", "title", "heading", "parents", "kind", "text", "crawled_at",
             "embedding")
 _warned_fallback = False
+# Query tokens found in more chunks than this share (and this count) are not searched (_selective).
+MAX_DF_SHARE = 0.05
+MIN_DF_CUT = 200
+KEEP_RAREST = 3
 
 
 _SQLITE_SCHEMA = [
@@ -31,6 +36,10 @@ _SQLITE_SCHEMA = [
     # holds (a writer without sqlite-vec leaves it behind; a reader with it rebuilds), the dimension.
     """create table if not exists knowledge_source_state (id integer primary key check (id = 1),
         generation integer not null, vec_generation integer not null, dim integer not null)""",
+    # How many chunks hold each token in each field (kept by every write): _selective reads it
+    # with index lookups, where FTS5's own counts (fts5vocab) read each token's whole posting list.
+    """create table if not exists knowledge_source_terms (field text not null, term text not null,
+        docs integer not null, primary key (field, term)) without rowid""",
     f"""create virtual table if not exists knowledge_source_fts using fts5({', '.join(FIELDS)},
         tokenize='unicode61 remove_diacritics 0')""",
 ]
@@ -160,6 +169,7 @@ class SqliteSources:
                 if vec:
                     cur.execute("insert into knowledge_source_vec (rowid, embedding) values (?, ?)",
                                 (row_id, row["embedding"].tobytes()))
+            self._count_terms(cur, [row["tokens"] for row in rows], +1)
             self._delete_chunks(cur, source_url, generation, vec)
             cur.execute("insert into knowledge_sources (url, title, chunks, crawled_at, updated_at)"
                         " values (?, ?, ?, ?, ?) on conflict (url) do update set title = excluded.title,"
@@ -179,11 +189,27 @@ class SqliteSources:
     def _delete_chunks(self, cur, source_url: str, below: int, vec: bool) -> int:
         """Delete the source's chunks of generations before `below` from the table and both indexes."""
         old = "select id from knowledge_source_chunks where source_url = ? and generation < ?"
+        self._count_terms(cur, [json.loads(r[0]) for r in cur.execute(
+            "select tokens from knowledge_source_chunks where source_url = ? and generation < ?",
+            (source_url, below)).fetchall()], -1)
         cur.execute(f"delete from knowledge_source_fts where rowid in ({old})", (source_url, below))
         if vec:
             cur.execute(f"delete from knowledge_source_vec where rowid in ({old})", (source_url, below))
         cur.execute("delete from knowledge_source_chunks where source_url = ? and generation < ?", (source_url, below))
         return cur.rowcount
+
+    @staticmethod
+    def _count_terms(cur, documents: list[dict], sign: int) -> None:
+        """Add (sign +1) or remove (-1) the chunks' distinct tokens from knowledge_source_terms."""
+        counts = Counter((name, t) for tokens in documents for name in FIELDS
+                         for t in set(tokens.get(name) or []) if t)
+        if sign > 0:
+            cur.executemany("insert into knowledge_source_terms values (?, ?, ?) on conflict (field, term)"
+                            " do update set docs = docs + excluded.docs", [(f, t, n) for (f, t), n in counts.items()])
+            return
+        cur.executemany("update knowledge_source_terms set docs = docs - ? where field = ? and term = ?",
+                        [(n, f, t) for (f, t), n in counts.items()])
+        cur.executemany("delete from knowledge_source_terms where field = ? and term = ? and docs <= 0", list(counts))
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -218,13 +244,34 @@ class SqliteSources:
         else:
             dense = self._scan(cur, qvec, n)
         lexical = {}
-        match = fts_match(tokens)
+        match = fts_match(self._selective(cur, tokens))
         if match:
             weights = ", ".join(str(float(self.settings.field_weights.get(f, 0.0))) for f in FIELDS)
             lexical = {r[0]: -float(r[1]) for r in cur.execute(
                 f"select rowid, bm25(knowledge_source_fts, {weights}) as s from knowledge_source_fts"
                 " where knowledge_source_fts match ? order by s limit ?", (match, n))}
         return dense, lexical, self._rows(cur, sorted(set(dense) | set(lexical)))
+
+    def _selective(self, cur, tokens: dict) -> dict:
+        """The query's tokens without those in more than MAX_DF_SHARE of the chunks (and more than
+        MIN_DF_CUT): such a token adds almost nothing to BM25 (its IDF is near zero) but makes FTS5
+        score most of the table, which is what would make query time grow with the store. When
+        every token is that common, the rarest few are kept."""
+        total = cur.execute("select coalesce(sum(chunks), 0) from knowledge_sources").fetchone()[0]
+        cut = max(MIN_DF_CUT, int(total * MAX_DF_SHARE))
+        found = []  # (document frequency, field, token)
+        for column, name in enumerate(FIELDS):
+            words = list(dict.fromkeys(t for t in tokens.get(name) or [] if t))
+            for start in range(0, len(words), 500):
+                part = words[start:start + 500]
+                found += [(docs, column, term) for term, docs in cur.execute(
+                    f"select term, docs from knowledge_source_terms where field = ? and term in"
+                    f" ({', '.join('?' * len(part))})", (name, *part))]
+        kept = [f for f in found if f[0] <= cut] or sorted(found)[:KEEP_RAREST]
+        selected: dict[str, list[str]] = {}
+        for _, column, token in kept:
+            selected.setdefault(FIELDS[column], []).append(token)
+        return selected
 
     @staticmethod
     def _rows(cur, ids: list[int]) -> dict[int, dict]:
