@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from knowledge_build.store.notes import NotFound
-from knowledge_build.store.sources import SourcesUnavailable, SourceStore
+from knowledge_build.store.sources import SourceStore, SourcesUnavailable
 from tests.conftest import FakeEmbedder
 from tests.test_sources_store import TOPICS, _chunks_of, fill, page, table_page
 

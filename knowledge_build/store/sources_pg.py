@@ -140,8 +140,7 @@ class PostgresSources:
             for r in self._conn.execute(f"select {', '.join(_COLUMNS)} from knowledge_source_chunks"
                                         " where id = any(%s)", (ids,)):
                 row = dict(zip(_COLUMNS, r))
-                vector = row["embedding"]
-                row["embedding"] = np.asarray(getattr(vector, "to_numpy", lambda: vector)(), dtype=np.float32)
+                row["embedding"] = np.asarray(row["embedding"].to_numpy(), dtype=np.float32)  # a pgvector Vector
                 rows[row["id"]] = row
         return dense, lexical, rows
 
