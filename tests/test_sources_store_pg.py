@@ -1,0 +1,83 @@
+"""The web sources store (store/sources.py) in a real PostgreSQL with pgvector."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from knowledge_build.store.notes import NotFound
+from knowledge_build.store.sources import SourceStore, SourcesUnavailable
+from tests.conftest import FakeEmbedder
+from tests.test_sources_store import TOPICS, _chunks_of, fill, page, table_page
+
+pytestmark = pytest.mark.db
+
+
+@pytest.fixture
+def store(fresh_db):
+    with SourceStore(FakeEmbedder(), fresh_db) as opened:
+        yield opened
+
+
+def test_postgres_store_lists_finds_and_deletes_sources(store):
+    assert store.backend == "postgres" and store.vector_index == "pgvector"
+    fill(store)
+    assert store.status()["chunks"] == 2 * len(TOPICS) and store.status()["sources"] == len(TOPICS)
+    assert store.query("ユークリッドの互除法")[0]["source"] == "https://math.example/6"
+    url = "https://game.example/characters"
+    store.replace_source(url, "キャラクター一覧", table_page(url))
+    best = store.query("メノクラゲ")[0]
+    assert best["source"] == url and "メノクラゲ | みず | 40" in best["text"]
+    assert store.delete_source("https://math.example/3") == 2
+    assert all(r["source"] != "https://math.example/3" for r in store.query("等差数列の和", k=50))
+    with pytest.raises(NotFound, match="no source https://nowhere.example/"):
+        store.delete_source("https://nowhere.example/")
+
+
+@pytest.mark.parametrize("query", ['"', "'", "\\", "a & b", "!", ":*", "--", "^2", "l:x | y"])
+def test_postgres_query_with_tsquery_syntax_does_not_crash(store, query):
+    fill(store)
+    assert isinstance(store.query(query), list)
+
+
+def test_postgres_reingest_never_shows_a_reader_zero_chunks_or_two_versions(fresh_db):
+    url = "https://news.example/live"
+
+    def version(n: int):
+        return page(url, "速報", [(f"第{n}版 {i}", f"第{n}版の速報記事 その{i}。天気と交通の情報。")
+                                 for i in range(3 if n % 2 else 5)])
+
+    writer, reader = SourceStore(FakeEmbedder(), fresh_db), SourceStore(FakeEmbedder(), fresh_db)
+    writer.replace_source(url, "速報", version(0))
+    seen, problems, done = [], [], threading.Event()
+
+    def read():
+        try:
+            while not done.is_set() or not seen:
+                results = [r for r in reader.query("速報記事 天気 交通", k=20) if r["source"] == url]
+                versions = {r["heading"].split()[0] for r in results}
+                if len(versions) != 1 or len(results) != _chunks_of(next(iter(versions))):
+                    problems.append((versions, len(results)))
+                seen.append(versions)
+        except Exception as exc:  # noqa: BLE001  (reported by the assertion below)
+            problems.append(exc)
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    try:
+        for n in range(1, 21):
+            writer.replace_source(url, "速報", version(n))
+    finally:
+        done.set()
+        thread.join(timeout=120)
+    assert problems == [] and seen
+    writer.close()
+    reader.close()
+
+
+def test_postgres_store_refuses_another_dimension(fresh_db):
+    with SourceStore(FakeEmbedder(64), fresh_db) as first:
+        first.replace_source("https://a.example/", "A", page("https://a.example/", "A", [("h", "本文です")]))
+    with pytest.raises(SourcesUnavailable, match="dimension 64, this embedder makes 32"):
+        SourceStore(FakeEmbedder(32), fresh_db)
