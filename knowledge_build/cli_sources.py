@@ -151,11 +151,8 @@ def add(url, store, index_dir, site, fmt, **crawl_flags):
 @_fail_on_library_errors
 def status(store, index_dir, site, fmt):
     """How many sources and chunks the store holds, and when the last page was fetched."""
-    from .config import store_target
-    from .store.sources import SourceStore
-
     config = kb.load_config(store=store, index=index_dir, site=site)
-    target = SourceStore(None, store_target(config))
+    target = _open_store(config)
     try:
         stats, listed = target.status(), target.sources()
     finally:
@@ -177,12 +174,10 @@ def status(store, index_dir, site, fmt):
 @_fail_on_library_errors
 def delete(url, store, index_dir, site, fmt):
     """Delete a source (a page URL) and exactly its chunks."""
-    from .config import store_target
-    from .store.sources import SourceStore
     from .web.urls import normalise_url
 
     config = kb.load_config(store=store, index=index_dir, site=site)
-    target = SourceStore(None, store_target(config))
+    target = _open_store(config)
     try:
         deleted = target.delete_source(normalise_url(url))
     finally:
