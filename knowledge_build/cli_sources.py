@@ -190,7 +190,8 @@ def delete(url, store, index_dir, site, fmt):
 
 @sources.command("query")
 @click.argument("query")
-@click.option("-k", "--top-k", "top_k", type=click.IntRange(1, 50), default=5, show_default=True)
+@click.option("-k", "--top-k", "top_k", type=click.IntRange(1, 50), default=5, show_default=True,
+              help="Results to return (1–50).")
 @click.option("--threshold", type=click.FloatRange(0, 1),
               help="Leave out results whose cosine similarity is below this (0–1).")
 @_STORE
