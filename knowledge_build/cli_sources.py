@@ -203,6 +203,8 @@ def query(query, top_k, threshold, store, index_dir, site, fmt):
     """Search the stored web pages (hybrid: vectors and Japanese tokens, fused)."""
     from .retrieval_log import enable, log_retrieval
 
+    if not query.strip():
+        raise click.UsageError("the query is empty: give the question to search for")
     config = kb.load_config(store=store, index=index_dir, site=site)
     enable(config.debug_log)
     target = _open_store(config)
