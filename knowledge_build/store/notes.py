@@ -2,17 +2,17 @@
 
 Kept in SQLite (a local file, WAL, safe for concurrent writers) or, when a database is
 configured, in Postgres (tables `knowledge_notes` and `knowledge_documents`). Each item keeps its
-vector and its Japanese lexical tokens, and is ranked with the same fusion as the site's chunks.
+vector and its Japanese lexical tokens, and is ranked with the same fusion as the site's chunks;
+the candidates come from indexes that grow with the store (notes_index.py), never from every row.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import uuid
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,7 @@ from ..errors import ContentTooLarge, KnowledgeBuildError
 from ..ranking import SearchSettings, fuse
 from ..search import check_query
 from ..text_ja import analyze, analyze_query, nfkc
-from ..windows import split_text  # noqa: F401  (also this module's public name)
+from ..windows import split_text
 
 _SCHEMA = [
     """create table if not exists knowledge_documents (
@@ -52,15 +52,31 @@ class NotesUnavailable(KnowledgeBuildError):
     """The notes file cannot be created or opened for writing."""
 
 
-def _open_sqlite(path: Path) -> sqlite3.Connection:
-    """The notes file with its tables, or NotesUnavailable naming the file and the fix."""
+def _open_sqlite(path: Path, index, vector_index: str):
+    """The notes file with its tables and indexes, or NotesUnavailable naming the file and the fix."""
+    from .sources_sqlite import _sqlite_module
+
+    module, sqlite_vec = _sqlite_module(vector_index)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
+        conn = module.connect(str(path), timeout=30, check_same_thread=False, isolation_level=None)
         conn.execute("pragma journal_mode=wal")
-        for statement in _SCHEMA:
-            conn.execute(statement.replace("bytea", "blob"))
-    except (OSError, sqlite3.Error) as exc:
+        if sqlite_vec is not None:
+            conn.enable_load_extension(True)
+            sqlite_vec.load(conn)
+            conn.enable_load_extension(False)
+        index.vector_index = "sqlite-vec" if sqlite_vec is not None else "numpy"
+        conn.execute("begin immediate")  # the tables, and the indexes of an older file, all or nothing
+        try:
+            for statement in _SCHEMA:
+                conn.execute(statement.replace("bytea", "blob"))
+            index.setup(conn.cursor())
+            index.sync_vec(conn.cursor())
+        except BaseException:
+            conn.execute("rollback")
+            raise
+        conn.execute("commit")
+    except (OSError, module.Error) as exc:
         try:
             shown = path.absolute()
         except OSError:  # the working directory itself is gone
@@ -72,27 +88,44 @@ def _open_sqlite(path: Path) -> sqlite3.Connection:
 
 
 class NoteStore:
-    def __init__(self, embedder, path: Path | None = None, database_url: str | None = None):
+    """Notes and imported documents with hybrid search over indexes that grow with the store
+    (notes_index.py). `vector_index` (SQLite only): "auto", "sqlite-vec" or "numpy", as SourceStore's."""
+
+    def __init__(self, embedder, path: Path | None = None, database_url: str | None = None,
+                 vector_index: str = "auto"):
+        from .notes_index import PostgresNotesIndex, SqliteNotesIndex
+
         self.embedder = embedder
         self._lock = threading.Lock()
         self.settings = SearchSettings()
+        dim = int(getattr(embedder, "dim", 0) or len(embedder.embed_query("dim")))
         if database_url:
             from .postgres import connect
 
             self._conn = connect(database_url)
+            self._conn.commit()  # connect() may have read the vector type: end that implicit transaction
             self._conn.autocommit = True
             self._mark = "%s"
             self.backend = "postgres"
+            self._index = PostgresNotesIndex(dim, self.settings)
+            with self._conn.transaction():
+                self._conn.execute("select pg_advisory_xact_lock(7305015)")  # one schema creator at a time
+                for statement in _SCHEMA:
+                    self._conn.execute(statement)
+                # Notes are the tutor's own: no policy, so Supabase's anon/authenticated roles see nothing.
+                for table in ("knowledge_notes", "knowledge_documents"):
+                    self._conn.execute(f"alter table {table} enable row level security")
+                self._index.setup(self._conn)
         else:
-            self._conn = _open_sqlite(Path(path or ".knowledge-notes.sqlite"))
+            self._index = SqliteNotesIndex(dim, self.settings, vec=False)
+            self._conn = _open_sqlite(Path(path or ".knowledge-notes.sqlite"), self._index, vector_index)
             self._mark = "?"
             self.backend = "sqlite"
-        if self.backend == "postgres":
-            for statement in _SCHEMA:
-                self._sql(statement)
-            # Notes are the tutor's own: no policy, so Supabase's anon/authenticated roles see nothing.
-            for table in ("knowledge_notes", "knowledge_documents"):
-                self._sql(f"alter table {table} enable row level security")
+
+    @property
+    def vector_index(self) -> str:
+        """How the dense channel is searched: "sqlite-vec", "numpy" or "pgvector"."""
+        return self._index.vector_index
 
     def _sql(self, sql: str, params=()):
         with self._lock:
@@ -105,16 +138,20 @@ class NoteStore:
         _check_size("title", title or "", MAX_TITLE_CHARS, "Give a shorter title.")
         item = self._item("note", content, title or content.strip()[:30], tags=tags or [], user_id=user_id)
         rows = self._rows([item])
-        with self._transaction() as write:
-            write(_INSERT_NOTE, rows, many=True)
+        with self._transaction() as cur:
+            self._index.insert(cur, rows)
         return _public(item)
 
     def delete(self, item_id: str) -> None:
-        rows = self._sql("select id from knowledge_notes where id = ? or document_id = ?", (item_id, item_id)).fetchall()
-        if not rows:
-            raise NotFound("knowledge not found")
-        self._sql("delete from knowledge_notes where id = ? or document_id = ?", (item_id, item_id))
-        self._sql("delete from knowledge_documents where id = ?", (item_id,))
+        """Delete a note, or a document with its chunks, from the table and the indexes at once."""
+        with self._transaction() as cur:
+            ids = [r[0] for r in self._run(cur, "select id from knowledge_notes where id = ? or document_id = ?",
+                                           (item_id, item_id)).fetchall()]
+            if not ids:
+                raise NotFound("knowledge not found")
+            self._index.remove(cur, ids)
+            self._run(cur, "delete from knowledge_notes where id = ? or document_id = ?", (item_id, item_id))
+            self._run(cur, "delete from knowledge_documents where id = ?", (item_id,))
 
     def import_document(self, title: str, content: str, source: str = "", category: str = "", chunk_size: int = 500,
                         chunk_overlap: int = 50, metadata: dict | None = None, user_id: str = "anonymous") -> dict:
@@ -127,12 +164,12 @@ class NoteStore:
                             chunk_index=i, user_id=user_id) for i, piece in enumerate(pieces)]
         created = items[0]["created_at"] if items else _now()
         rows = self._rows(items)
-        with self._transaction() as write:
-            write("insert into knowledge_documents (id, title, source, category, metadata, chunks, user_id, created_at)"
-                  " values (?, ?, ?, ?, ?, ?, ?, ?)", (document_id, title, source, category,
-                                                       json.dumps(metadata or {}, ensure_ascii=False), len(items),
-                                                       user_id, created))
-            write(_INSERT_NOTE, rows, many=True)
+        with self._transaction() as cur:
+            self._run(cur, "insert into knowledge_documents (id, title, source, category, metadata, chunks, user_id,"
+                      " created_at) values (?, ?, ?, ?, ?, ?, ?, ?)",
+                      (document_id, title, source, category, json.dumps(metadata or {}, ensure_ascii=False),
+                       len(items), user_id, created))
+            self._index.insert(cur, rows)
         return {"document_id": document_id, "title": title, "chunks_created": len(items), "created_at": created}
 
     def _item(self, kind, content, title, tags=(), category="", document_id=None, chunk_index=None, user_id="anonymous"):
@@ -152,56 +189,57 @@ class NoteStore:
                  json.dumps(analyze(f"{i['title']}\n{i['content']}"), ensure_ascii=False))
                 for i, v in zip(items, vectors)]
 
+    def _run(self, cur, sql: str, params=()):
+        return cur.execute(sql.replace("?", self._mark), params)
+
     @contextmanager
-    def _transaction(self):
-        """A writer `write(sql, params, many=False)` whose statements commit together or not at all."""
+    def _transaction(self, write: bool = True):
+        """A cursor whose statements commit together or not at all; a reader sees one committed state."""
         with self._lock:
-            cursor = self._conn.cursor()
-
-            def write(sql, params=(), many=False):
-                sql = sql.replace("?", self._mark)
-                if many:
-                    if params:
-                        cursor.executemany(sql, params)
-                else:
-                    cursor.execute(sql, params)
-
             if self.backend == "postgres":
-                with self._conn.transaction():
-                    yield write
+                with self._conn.transaction(), self._conn.cursor() as cur:
+                    if not write:
+                        cur.execute("set transaction isolation level repeatable read")
+                    yield cur
                 return
-            cursor.execute("begin immediate")
+            cur = self._conn.cursor()
+            cur.execute("begin immediate" if write else "begin")
             try:
-                yield write
+                yield cur
             except BaseException:
-                cursor.execute("rollback")
+                cur.execute("rollback")
                 raise
-            cursor.execute("commit")
+            cur.execute("commit")
 
     # --- reads -------------------------------------------------------------------------
 
     def search(self, query: str, top_k: int = 5, kind: str | None = None, category: str | None = None,
                document_id: str | None = None) -> list[dict]:
-        where, params = ["1 = 1"], []
-        for column, value in (("kind", kind), ("category", category), ("document_id", document_id)):
-            if value:
-                where.append(f"{column} = ?")
-                params.append(value)
+        """The top_k notes and chunks for a question among those matching the filters (dense + lexical
+        candidates from the indexes, fused as the site's search does)."""
         query = check_query(query)
-        rows = self._sql("select id, kind, document_id, chunk_index, title, content, tags, category, user_id, created_at,"
-                         f" updated_at, embedding, tokens from knowledge_notes where {' and '.join(where)}",
-                         params).fetchall()
-        if not rows or not query.strip():
+        if not query.strip() or top_k <= 0:
             return []
-        qvec = self.embedder.embed_query(nfkc(query))
-        matrix = np.stack([np.frombuffer(bytes(r[11]), dtype=np.float32) for r in rows])
-        cosine = matrix @ qvec
-        dense = {i: float(cosine[i]) for i in np.argsort(-cosine)[: self.settings.candidates]}
-        fused = fuse({"dense": dense, "lexical": _bm25_scores(query, [json.loads(r[12]) for r in rows], self.settings)},
-                     self.settings)
-        ordered = sorted(fused, key=lambda i: (-fused[i], rows[i][0]))[:top_k]
+        filters = {column: value for column, value in (("kind", kind), ("category", category),
+                                                       ("document_id", document_id)) if value}
+        qvec = _unit(np.asarray(self.embedder.embed_query(nfkc(query)), dtype=np.float32))
+        dense, lexical, rows = self._candidates(qvec, analyze_query(query), max(self.settings.candidates, top_k),
+                                                filters)
+        # Every candidate's cosine from its stored vector: the same numbers whichever index found it.
+        cosine = {i: float(np.dot(qvec, _unit(np.frombuffer(bytes(row["embedding"]), dtype=np.float32))))
+                  for i, row in rows.items()}
+        fused = fuse({"dense": {i: cosine[i] for i in dense}, "lexical": lexical}, self.settings)
+        ordered = sorted(fused, key=lambda i: (-round(fused[i], 6), i))[:top_k]
         return [{**_row(rows[i]), "similarity": round(float(np.clip(cosine[i], 0, 1)), 6),
                  "score": round(fused[i], 6)} for i in ordered]
+
+    def _candidates(self, qvec, tokens: dict, n: int, filters: dict) -> tuple[dict, dict, dict]:
+        with self._transaction(write=False) as cur:
+            if not self._index.stale(cur):
+                return self._index.candidates(cur, qvec, tokens, n, filters)
+        with self._transaction() as cur:  # rare: a writer without sqlite-vec wrote since
+            self._index.sync_vec(cur)
+        return self._candidates(qvec, tokens, n, filters)
 
     def document(self, document_id: str) -> dict | None:
         row = self._sql("select id, title, source, category, metadata, chunks, created_at from knowledge_documents"
@@ -215,26 +253,19 @@ class NoteStore:
         self._conn.close()
 
 
-_INSERT_NOTE = ("insert into knowledge_notes (id, kind, document_id, chunk_index, title, content, tags, category,"
-                " user_id, created_at, updated_at, embedding, tokens) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-
-
 def _check_size(what: str, text: str, limit: int, fix: str) -> None:
     if len(text) > limit:
         raise ContentTooLarge(what, len(text), limit, fix)
 
 
-def _bm25_scores(query: str, docs: list[dict], settings: SearchSettings) -> dict[int, float]:
-    from ..search import bm25_models, field_scores
-
-    models = bm25_models({name: [d.get(name) or [] for d in docs] for name in settings.field_weights})
-    total = field_scores(models, analyze_query(query), settings.field_weights, len(docs))
-    return {i: float(s) for i, s in enumerate(total) if s > 0}
+def _row(row: dict) -> dict:
+    return {**{k: row[k] for k in ("id", "kind", "document_id", "chunk_index", "title", "content", "category",
+                                   "user_id", "created_at", "updated_at")}, "tags": json.loads(row["tags"])}
 
 
-def _row(r) -> dict:
-    return {"id": r[0], "kind": r[1], "document_id": r[2], "chunk_index": r[3], "title": r[4], "content": r[5],
-            "tags": json.loads(r[6]), "category": r[7], "user_id": r[8], "created_at": r[9], "updated_at": r[10]}
+def _unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return (vector / norm).astype(np.float32) if norm else vector.astype(np.float32)
 
 
 def _public(item: dict) -> dict:
@@ -242,5 +273,5 @@ def _public(item: dict) -> dict:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
