@@ -77,6 +77,16 @@ def index_counts(store: NoteStore) -> dict[str, int]:
     return {t: store._conn.execute(f"select count(*) from {t}").fetchone()[0] for t in tables}
 
 
+def assert_terms_counted(store: NoteStore) -> None:
+    """knowledge_note_terms holds, per field and token, the number of notes that have it."""
+    counts: dict = {}
+    for (tokens,) in store._conn.execute("select tokens from knowledge_notes"):
+        for field, words in json.loads(tokens).items():
+            for word in set(words):
+                counts[(field, word)] = counts.get((field, word), 0) + 1
+    assert {(f, t): n for f, t, n in store._conn.execute("select * from knowledge_note_terms")} == counts
+
+
 def test_each_question_finds_its_note_first_with_either_vector_index(tmp_path, vector_index):
     store = NoteStore(FakeEmbedder(), tmp_path / "notes.sqlite", vector_index=vector_index)
     assert store.vector_index == vector_index
@@ -112,6 +122,7 @@ def test_an_old_notes_file_is_indexed_on_open_and_keeps_every_note(tmp_path, vec
     write_old_file(path, rows)
     store = NoteStore(FakeEmbedder(), path, vector_index=vector_index)
     assert set(index_counts(store).values()) == {len(NOTES)}
+    assert_terms_counted(store)
     for query, name in QUERIES.items():
         assert store.search(query, top_k=1)[0]["id"] == f"note-old{list(NOTES).index(name)}", query
     kept = store._conn.execute("select * from knowledge_notes order by id").fetchall()
@@ -137,6 +148,7 @@ def test_notes_an_older_version_wrote_or_deleted_after_the_migration_are_reconci
     conn.close()
     store = NoteStore(FakeEmbedder(), path)
     assert set(index_counts(store).values()) == {len(NOTES)}
+    assert_terms_counted(store)
     assert store.search("ベクトルの内積", top_k=1)[0]["id"] == "note-old0"
     assert ids["sine"] not in {r["id"] for r in store.search("正弦とは", top_k=50)}
     store.close()
@@ -149,6 +161,7 @@ def test_delete_takes_notes_and_document_chunks_out_of_both_indexes(tmp_path, ve
     store.delete(ids["sine"])
     store.delete(document["document_id"])
     assert set(index_counts(store).values()) == {len(NOTES) - 1}
+    assert_terms_counted(store)
     found = store.search("正弦とは", top_k=50)
     assert ids["sine"] not in {r["id"] for r in found} and not any(r["document_id"] for r in found)
     store.close()
@@ -209,6 +222,7 @@ def test_concurrent_writers_and_deleters_keep_the_indexes_level_with_the_notes(t
         t.join()
     assert errors == []
     assert set(index_counts(stores[0]).values()) == {40}
+    assert_terms_counted(stores[0])
     assert len(stores[1].search("平方完成", top_k=1000)) == 40
     for store in stores:
         store.close()

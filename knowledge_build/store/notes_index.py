@@ -24,6 +24,7 @@ import numpy as np
 from ..ranking import SearchSettings
 from .notes import NotesUnavailable
 from .sources import FIELDS, fts_document, fts_match
+from .sources_sqlite import count_terms, selective
 
 log = logging.getLogger("knowledge_build.store")
 
@@ -39,6 +40,9 @@ _SQLITE_INDEX = [
     # writer without sqlite-vec leaves it behind; a reader with it rebuilds), the vectors' dimension.
     """create table if not exists knowledge_note_state (id integer primary key check (id = 1),
         generation integer not null, vec_generation integer not null, dim integer not null)""",
+    # How many notes hold each token in each field (sources_sqlite.selective leaves out common ones).
+    """create table if not exists knowledge_note_terms (field text not null, term text not null,
+        docs integer not null, primary key (field, term)) without rowid""",
     f"""create virtual table if not exists knowledge_note_fts using fts5({', '.join(FIELDS)},
         {', '.join(f + ' unindexed' for f in FILTERS)}, tokenize='unicode61 remove_diacritics 0')""",
 ]
@@ -74,8 +78,12 @@ class SqliteNotesIndex:
         if missing or gone:
             log.info("indexing %d notes for search (%d index entries of deleted notes dropped)", len(missing),
                      len(gone))
-            self.remove(cur, gone)
+            self.remove(cur, gone, rows_kept=False)
             self._index(cur, missing)
+            if gone:  # their tokens went with their rows: count every note's again
+                cur.execute("delete from knowledge_note_terms")
+                count_terms(cur, "knowledge_note_terms",
+                            [json.loads(r[0]) for r in cur.execute("select tokens from knowledge_notes")], +1)
 
     def _state(self, cur) -> tuple[int, int]:
         return cur.execute("select generation, vec_generation from knowledge_note_state").fetchone()
@@ -98,6 +106,7 @@ class SqliteNotesIndex:
         if not rows:
             return
         vec = self._bump(cur)
+        count_terms(cur, "knowledge_note_terms", [json.loads(row[-1]) for row in rows], +1)
         for row in rows:
             note = dict(zip(NOTE_COLUMNS, row))
             cur.execute("insert into knowledge_note_index (note_id) values (?)", (note["id"],))
@@ -110,14 +119,17 @@ class SqliteNotesIndex:
                 cur.execute("insert into knowledge_note_vec (rowid, embedding, kind, category, document_id)"
                             " values (?, ?, ?, ?, ?)", (rowid, bytes(note["embedding"]), *filters))
 
-    def remove(self, cur, note_ids: list[str]) -> None:
-        """Take notes out of the indexes (the caller deletes the rows in the same transaction)."""
+    def remove(self, cur, note_ids: list[str], rows_kept: bool = True) -> None:
+        """Take notes out of the indexes (the caller deletes the rows afterwards, in the same transaction)."""
         if not note_ids:
             return
         vec = self._bump(cur)
         for start in range(0, len(note_ids), 500):
             part = note_ids[start:start + 500]
             ids = f"select id from knowledge_note_index where note_id in ({', '.join('?' * len(part))})"
+            if rows_kept:
+                count_terms(cur, "knowledge_note_terms", [json.loads(r[0]) for r in cur.execute(
+                    f"select tokens from knowledge_notes where id in ({', '.join('?' * len(part))})", part)], -1)
             cur.execute(f"delete from knowledge_note_fts where rowid in ({ids})", part)
             if vec:
                 cur.execute(f"delete from knowledge_note_vec where rowid in ({ids})", part)
@@ -154,7 +166,8 @@ class SqliteNotesIndex:
                 (qvec.tobytes(), n, *values))}
         else:
             dense = self._scan(cur, qvec, n, filters)
-        lexical, match = {}, fts_match(tokens)
+        total = cur.execute("select count(*) from knowledge_note_index").fetchone()[0]
+        lexical, match = {}, fts_match(selective(cur, "knowledge_note_terms", tokens, total))
         if match:
             weights = ", ".join(str(float(self.settings.field_weights.get(f, 0.0))) for f in FIELDS + FILTERS)
             lexical = {r[0]: -float(r[1]) for r in cur.execute(

@@ -200,16 +200,7 @@ class SqliteSources:
 
     @staticmethod
     def _count_terms(cur, documents: list[dict], sign: int) -> None:
-        """Add (sign +1) or remove (-1) the chunks' distinct tokens from knowledge_source_terms."""
-        counts = Counter((name, t) for tokens in documents for name in FIELDS
-                         for t in set(tokens.get(name) or []) if t)
-        if sign > 0:
-            cur.executemany("insert into knowledge_source_terms values (?, ?, ?) on conflict (field, term)"
-                            " do update set docs = docs + excluded.docs", [(f, t, n) for (f, t), n in counts.items()])
-            return
-        cur.executemany("update knowledge_source_terms set docs = docs - ? where field = ? and term = ?",
-                        [(n, f, t) for (f, t), n in counts.items()])
-        cur.executemany("delete from knowledge_source_terms where field = ? and term = ? and docs <= 0", list(counts))
+        count_terms(cur, "knowledge_source_terms", documents, sign)
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -253,25 +244,8 @@ class SqliteSources:
         return dense, lexical, self._rows(cur, sorted(set(dense) | set(lexical)))
 
     def _selective(self, cur, tokens: dict) -> dict:
-        """The query's tokens without those in more than MAX_DF_SHARE of the chunks (and more than
-        MIN_DF_CUT): such a token adds almost nothing to BM25 (its IDF is near zero) but makes FTS5
-        score most of the table, which is what would make query time grow with the store. When
-        every token is that common, the rarest few are kept."""
         total = cur.execute("select coalesce(sum(chunks), 0) from knowledge_sources").fetchone()[0]
-        cut = max(MIN_DF_CUT, int(total * MAX_DF_SHARE))
-        found = []  # (document frequency, field, token)
-        for column, name in enumerate(FIELDS):
-            words = list(dict.fromkeys(t for t in tokens.get(name) or [] if t))
-            for start in range(0, len(words), 500):
-                part = words[start:start + 500]
-                found += [(docs, column, term) for term, docs in cur.execute(
-                    f"select term, docs from knowledge_source_terms where field = ? and term in"
-                    f" ({', '.join('?' * len(part))})", (name, *part))]
-        kept = [f for f in found if f[0] <= cut] or sorted(found)[:KEEP_RAREST]
-        selected: dict[str, list[str]] = {}
-        for _, column, token in kept:
-            selected.setdefault(FIELDS[column], []).append(token)
-        return selected
+        return selective(cur, "knowledge_source_terms", tokens, total)
 
     @staticmethod
     def _rows(cur, ids: list[int]) -> dict[int, dict]:
@@ -304,3 +278,37 @@ class SqliteSources:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def count_terms(cur, table: str, documents: list[dict], sign: int) -> None:
+    """Add (sign +1) or remove (-1) the documents' distinct tokens from a terms table
+    (field, term, docs), as knowledge_source_terms."""
+    counts = Counter((name, t) for tokens in documents for name in FIELDS for t in set(tokens.get(name) or []) if t)
+    if sign > 0:
+        cur.executemany(f"insert into {table} values (?, ?, ?) on conflict (field, term)"
+                        " do update set docs = docs + excluded.docs", [(f, t, n) for (f, t), n in counts.items()])
+        return
+    cur.executemany(f"update {table} set docs = docs - ? where field = ? and term = ?",
+                    [(n, f, t) for (f, t), n in counts.items()])
+    cur.executemany(f"delete from {table} where field = ? and term = ? and docs <= 0", list(counts))
+
+
+def selective(cur, table: str, tokens: dict, total: int) -> dict:
+    """The query's tokens without those in more than MAX_DF_SHARE of the `total` documents (and
+    more than MIN_DF_CUT): such a token adds almost nothing to BM25 (its IDF is near zero) but makes
+    FTS5 score most of the table, which is what would make query time grow with the store. When
+    every token is that common, the rarest few are kept. `table` counts documents per token."""
+    cut = max(MIN_DF_CUT, int(total * MAX_DF_SHARE))
+    found = []  # (document frequency, field, token)
+    for column, name in enumerate(FIELDS):
+        words = list(dict.fromkeys(t for t in tokens.get(name) or [] if t))
+        for start in range(0, len(words), 500):
+            part = words[start:start + 500]
+            found += [(docs, column, term) for term, docs in cur.execute(
+                f"select term, docs from {table} where field = ? and term in ({', '.join('?' * len(part))})",
+                (name, *part))]
+    kept = [f for f in found if f[0] <= cut] or sorted(found)[:KEEP_RAREST]
+    selected: dict[str, list[str]] = {}
+    for _, column, token in kept:
+        selected.setdefault(FIELDS[column], []).append(token)
+    return selected
