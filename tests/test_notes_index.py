@@ -116,6 +116,23 @@ def test_a_filtered_query_finds_a_match_outside_the_global_candidates(tmp_path, 
     store.close()
 
 
+def test_fts_syntax_and_symbols_in_a_query_are_searched_as_words(tmp_path, vector_index):
+    store = NoteStore(FakeEmbedder(), tmp_path / "notes.sqlite", vector_index=vector_index)
+    fill(store)
+    symbols = store.save("x^2 -- 「NEAR」 は記号の例")
+    for query in ("--", '"', "NEAR(a b)", "^2", "( )", "a OR b", "判別式 AND", "col : 値"):
+        store.search(query)  # no FTS5 syntax error
+    assert store.search("x^2 --", top_k=1)[0]["id"] == symbols["id"]
+    store.close()
+
+
+def test_a_search_deeper_than_sqlite_vec_allows_still_returns_every_note(tmp_path, vector_index):
+    store = NoteStore(FakeEmbedder(), tmp_path / "notes.sqlite", vector_index=vector_index)
+    ids = fill(store)
+    assert {r["id"] for r in store.search("判別式", top_k=5000)} == set(ids.values())
+    store.close()
+
+
 def test_an_old_notes_file_is_indexed_on_open_and_keeps_every_note(tmp_path, vector_index):
     path = tmp_path / "old.sqlite"
     rows = old_rows(FakeEmbedder(), NOTES)

@@ -31,6 +31,7 @@ log = logging.getLogger("knowledge_build.store")
 NOTE_COLUMNS = ("id", "kind", "document_id", "chunk_index", "title", "content", "tags", "category", "user_id",
                 "created_at", "updated_at", "embedding", "tokens")
 FILTERS = ("kind", "category", "document_id")
+VEC0_MAX_K = 4096  # sqlite-vec's largest k; a deeper search (top_k above it) takes the numpy scan
 _INSERT = (f"insert into knowledge_notes ({', '.join(NOTE_COLUMNS)}) values ({', '.join('?' * len(NOTE_COLUMNS))})")
 
 _SQLITE_INDEX = [
@@ -160,7 +161,7 @@ class SqliteNotesIndex:
         values = list(filters.values())
         if not qvec.any():  # a query without a vector (no text the embedder reads) has no neighbours
             dense = {}
-        elif self.vector_index == "sqlite-vec":
+        elif self.vector_index == "sqlite-vec" and n <= VEC0_MAX_K:
             dense = {r[0]: 1.0 - float(r[1]) for r in cur.execute(
                 f"select rowid, distance from knowledge_note_vec where embedding match ? and k = ?{where}",
                 (qvec.tobytes(), n, *values))}
