@@ -70,7 +70,7 @@ def _no_vec(vector_index: str, sqlite3, reason: str):
         raise SourcesUnavailable(f"sqlite-vec cannot be used: {reason}. Fix: pip install 'knowledge-build[web]' "
                                  "(sqlite-vec, and pysqlite3-binary on Linux), or use vector_index 'auto'.")
     if not _warned_fallback:
-        log.warning("sqlite-vec cannot be used (%s): web sources are searched with an exact in-memory "
+        log.warning("sqlite-vec cannot be used (%s): notes and web sources are searched with an exact in-memory "
                     "scan instead (same results, more memory). Fix: pip install 'knowledge-build[web]'.", reason)
         _warned_fallback = True
     return sqlite3, None
