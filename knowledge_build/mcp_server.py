@@ -34,7 +34,7 @@ def create_server(service, notes, sources=None, crawl_settings=None):
     from starlette.requests import Request
     from starlette.responses import JSONResponse
 
-    from .mcp_sources import mixed, register_source_tools, web_result
+    from .mcp_sources import mixed, register_source_tools, web_results
     from .retrieval_log import log_retrieval
 
     server = _strict_server_class()("knowledge-build", instructions=INSTRUCTIONS, version=kb.__version__)
@@ -71,8 +71,7 @@ def create_server(service, notes, sources=None, crawl_settings=None):
         relevant = any(r.relevant for r in results)
         filtered = any(v is not None for v in (type, category, material, level, min_relevance))
         if sources is not None and (include_sources or (include_sources is None and not filtered)):
-            web = [web_result(row) for row in sources.query(query, k=_top_k(top_k))] if sources.status()["chunks"] else []
-            site = mixed(site, web, _top_k(top_k))
+            site = mixed(site, web_results(sources, query, _top_k(top_k)), _top_k(top_k))
         log_retrieval(query, site)
         return _ok({"results": site, "total": len(site), "relevant": relevant})
 

@@ -75,6 +75,20 @@ def mixed(site_results: list[dict], web_results: list[dict], k: int) -> list[dic
     return [r for *_, r in ranked[:k]]
 
 
+def web_results(sources, query: str, k: int) -> list[dict]:
+    """The web sources' best chunks for search_knowledge, or none when the store cannot answer (the
+    database is down, the file is locked): the site's results must still come back, so the failure
+    is a logged warning, never the search's error."""
+    import logging
+
+    try:
+        return [web_result(row) for row in sources.query(query, k=k)] if sources.status()["chunks"] else []
+    except Exception as exc:  # any failure of the store: the site's answer goes on without it
+        logging.getLogger("knowledge_build.store").warning(
+            "web sources left out of this search: the store cannot be read (%s)", exc)
+        return []
+
+
 def web_result(row: dict) -> dict:
     """A source-store result as search_knowledge shows it beside the site's."""
     return {"id": row["id"], "url": row["url"], "absolute_url": row["url"], "title": row["title"],
