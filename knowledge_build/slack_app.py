@@ -232,7 +232,17 @@ class KnowledgeBot:
             return self._store
 
     def _sources_or_none(self):
+        """The store for a question: None when it does not exist yet (asking creates no file) or
+        cannot be opened (ask then searches the site alone)."""
+        from pathlib import Path
+
+        from .config import is_database_url, store_target
+
         try:
+            if self._store is None:
+                target = store_target(self.config)
+                if not is_database_url(target) and not Path(target).is_file():
+                    return None
             return self.sources()
         except KnowledgeBuildError as exc:
             log.warning("the web sources store cannot be opened: %s", exc)
