@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from .errors import KnowledgeBuildError
 
 log = logging.getLogger("knowledge_build.slack")
+BOLT_LOG = "knowledge_build.slack.bolt"  # slack-bolt's and its WebClient's messages
 
 # The design's messages (seeds/003). Progress: `└─ 5ページ取得中...` (no space between the number and
 # ページ, as in the design's format line and examples and in the issue's summary line `Nページ`).
@@ -63,13 +64,17 @@ def create_app(config, *, token: str | None = None, signing_secret: str | None =
     from slack_sdk.web import WebClient
 
     bot = KnowledgeBot(config, store=store, index=index, chat_client=chat_client)
-    try:
-        app = App(client=client or WebClient(token=token), signing_secret=signing_secret or "",
-                  token_verification_enabled=token_verification, process_before_response=False)
+    # One of client/token only: given both, Bolt warns that the token is unused (it reads SLACK_BOT_TOKEN).
+    given = {"client": client} if client is not None else {"token": token}
+    if token_verification:
+        _check_token(client.token if client is not None else token,
+                     client.base_url if client is not None else WebClient.BASE_URL)
+    try:  # App calls auth.test again and learns the bot's user id from it
+        app = App(**given, signing_secret=signing_secret or "", token_verification_enabled=token_verification,
+                  process_before_response=False, logger=logging.getLogger(BOLT_LOG))
     except (BoltError, SlackClientError, OSError) as exc:
-        raise SlackSetupError(f"Slack did not accept the bot token ({exc}). Fix: set SLACK_BOT_TOKEN to the "
-                              "app's Bot User OAuth Token (xoxb-…, Slack app settings › OAuth & Permissions) "
-                              "and check that slack.com can be reached.") from None
+        raise SlackSetupError(f"the Slack app cannot start ({exc}). Fix: check SLACK_BOT_TOKEN and the network, "
+                              "then start again.") from None
 
     def acknowledge(ack):
         ack()
@@ -256,6 +261,26 @@ class KnowledgeBot:
             if close is not None:
                 close()
         self._owned.clear()
+
+
+def _check_token(token: str | None, api_url: str) -> None:
+    """auth.test with the bot token; SlackSetupError saying what is wrong (refused, or Slack unreachable).
+    Its client logs nowhere: the one error line is the report."""
+    from slack_sdk.errors import SlackApiError, SlackClientError
+    from slack_sdk.web import WebClient
+
+    quiet = logging.getLogger("knowledge_build.slack.token_check")
+    quiet.propagate, quiet.disabled = False, True
+    try:
+        WebClient(token=token, base_url=api_url, logger=quiet).auth_test()
+    except SlackApiError as exc:
+        error = exc.response.get("error") if exc.response is not None else None
+        raise SlackSetupError(f"Slack refused the bot token ({error or exc}). Fix: set SLACK_BOT_TOKEN to the "
+                              "app's Bot User OAuth Token (xoxb-…, Slack app settings › OAuth & Permissions, "
+                              "after installing the app to the workspace).") from None
+    except (SlackClientError, OSError) as exc:
+        raise SlackSetupError(f"Slack's Web API at {api_url} cannot be reached ({exc}). Fix: check the "
+                              "network connection (and a proxy), then start again.") from None
 
 
 def _embedder(config, index):

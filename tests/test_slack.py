@@ -415,7 +415,7 @@ def test_a_bot_token_slack_refuses_is_one_clear_error(tmp_path):
     api = FakeSlackApi(refuse=("auth.test",))
     try:
         client = WebClient(token="xoxb-wrong", base_url=api.base_url, timeout=int(TIMEOUT))
-        with pytest.raises(slack_app.SlackSetupError, match=r"invalid_auth.*Fix: set SLACK_BOT_TOKEN"):
+        with pytest.raises(slack_app.SlackSetupError, match=r"^Slack refused the bot token \(invalid_auth\)\. Fix: set SLACK_BOT_TOKEN"):
             slack_app.create_app(_config(tmp_path), client=client, signing_secret=SECRET)
     finally:
         api.close()
