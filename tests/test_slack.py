@@ -344,6 +344,16 @@ def test_unknown_or_incomplete_rag_command_answers_the_usage(tmp_path, slack, st
     assert slack_app.USAGE == "使い方: rag crawl <URL> [パターン] / rag add <URL> / rag status / rag delete <URL>"
 
 
+def test_an_empty_mention_answers_how_to_ask(tmp_path, slack, store):
+    app = slack(_config(tmp_path), store=store)
+
+    ts, _ = app.mention("")
+    posts = app.api.wait_for_posts(1)
+    assert posts[0]["text"] == ("使い方: @bot 質問文 (または rag crawl <URL> [パターン] / rag add <URL> / rag status / "
+                                "rag delete <URL>)")
+    _in_thread(posts, ts)
+
+
 def test_mention_question_is_answered_in_the_thread_with_its_sources_at_the_end(
         tmp_path, web, slack, store, fake_index_dir):
     from knowledge_build import KnowledgeIndex
