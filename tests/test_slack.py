@@ -310,7 +310,7 @@ def test_rag_add_of_a_missing_page_answers_the_error_with_http_404(tmp_path, web
 
 def test_rag_crawl_whose_index_page_times_out_names_the_timeout(tmp_path, web, slack, store):
     site = web({"/slow/": Route(_page("目次", "…"), sleep=TIMEOUT)})  # answers long after the crawler gave up
-    app = slack(_config(tmp_path, site, crawl_timeout=0.5), store=store)
+    app = slack(_config(tmp_path, site, crawl_timeout=0.5, respect_robots_txt=False), store=store)
 
     app.mention(f"rag crawl {site.url('/slow/')}")
     posts = app.api.wait_for_posts(2)
