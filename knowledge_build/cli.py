@@ -333,11 +333,13 @@ def learns_generate(site, model, base_url, only_missing, timeout, retries, fmt):
         click.echo(f"  failed {chunk_id}: {problem}", err=True)
 
 
+from .cli_ask import ask  # noqa: E402
 from .cli_lint import check, suggest_ids, validate  # noqa: E402
+from .cli_slack import slack  # noqa: E402
 from .cli_sources import sources  # noqa: E402
 from .cli_store import db, publish, serve  # noqa: E402
 
-for _command in (check, suggest_ids, validate, publish, db, serve, sources):
+for _command in (check, suggest_ids, validate, publish, db, serve, sources, ask, slack):
     main.add_command(_command)
 
 if __name__ == "__main__":

@@ -46,6 +46,12 @@ class Config:
     notes: Path | None = None  # serve's SQLite file for notes when no database is configured
     chat_base_url: str | None = None  # an OpenAI-compatible chat server (learns generate); None: OpenAI
     chat_model: str | None = None  # the chat model; None: gpt-4o-mini (OpenAI) or what the server names
+    chat_timeout: float = 60.0  # seconds to wait for the chat model's answer (ask)
+    rag_enabled: bool = True  # ask: retrieve context from the site and web sources (false: the model alone)
+    retrieval_count: int = 5  # ask: results given to the chat model as context at most
+    relevance_threshold: float = 0.5  # ask: a site result whose relevance is lower is not context
+    similarity_threshold: float | None = None  # ask: a web result whose cosine similarity is lower is not context
+    show_sources: bool = True  # ask: list the context's URLs after the answer
     missing_id: str = "warning"  # severity of a knowledge box without an id: error | warning | off
     prefix_mismatch: str = "warning"  # severity of an id prefix that contradicts its box
     sections: str = "unanchored"  # off | unanchored | all: see SECTION_MODES
@@ -92,6 +98,12 @@ _ENV = {
     "KB_NOTES": "notes",
     "KB_CHAT_BASE_URL": "chat_base_url",
     "KB_CHAT_MODEL": "chat_model",
+    "KB_CHAT_TIMEOUT": "chat_timeout",
+    "KB_RAG_ENABLED": "rag_enabled",
+    "KB_RETRIEVAL_COUNT": "retrieval_count",
+    "KB_RELEVANCE_THRESHOLD": "relevance_threshold",
+    "KB_SIMILARITY_THRESHOLD": "similarity_threshold",
+    "KB_SHOW_SOURCES": "show_sources",
     "KB_SECTIONS": "sections",
     "KB_STORE": "store",
     "KB_MAX_PAGES": "max_pages",
@@ -104,8 +116,9 @@ _ENV = {
     "KB_ALLOW_HOSTS": "allow_hosts",
     "KB_DEBUG_LOG": "debug_log",
 }
-_COUNTS = ("max_pages", "crawl_concurrency", "progress_interval")  # integers >= 1
-_FLAGS = ("respect_robots_txt",)
+_COUNTS = ("max_pages", "crawl_concurrency", "progress_interval", "retrieval_count")  # integers >= 1
+_FLAGS = ("respect_robots_txt", "rag_enabled", "show_sources")
+_FRACTIONS = ("relevance_threshold", "similarity_threshold")  # 0..1
 DEBUG_LOG_LEVELS = ("off", "info", "debug")
 _PATHS = ("site", "output", "cache_dir", "glossary", "thesaurus", "generated_learns", "index", "notes")
 DEFAULT_NOTES = Path(".knowledge-notes.sqlite")
@@ -208,7 +221,7 @@ def _coerce_one(key: str, value, origin: str):
         if number < 1:
             raise ConfigError(f"{origin}: batch_size must be a positive integer, got {value!r}.")
         return number
-    if key in ("embedding_timeout", "database_timeout", "crawl_timeout"):
+    if key in ("embedding_timeout", "database_timeout", "crawl_timeout", "chat_timeout"):
         return positive_seconds(value, origin, key)
     if key in ("crawl_delay", "robots_ttl"):
         return _seconds_or_zero(value, origin, key)
@@ -216,6 +229,8 @@ def _coerce_one(key: str, value, origin: str):
         return _count(value, origin, key)
     if key in _FLAGS:
         return _flag(value, origin, key)
+    if key in _FRACTIONS:
+        return _fraction(value, origin, key)
     if key == "debug_log":
         value = {True: "info", False: "off"}.get(value, value) if isinstance(value, bool) else str(value).lower()
         value = {"true": "info", "1": "info", "on": "info", "false": "off", "0": "off"}.get(value, value)
@@ -272,6 +287,19 @@ def _count(value, origin: str, key: str) -> int:
         number = 0
     if number < 1:
         raise ConfigError(f"{origin}: {key} must be a positive integer, got {value!r}.")
+    return number
+
+
+def _fraction(value, origin: str, key: str) -> float | None:
+    """A threshold between 0 and 1; similarity_threshold may also be none (every result counts)."""
+    if key == "similarity_threshold" and (value is None or str(value).strip().lower() in ("none", "off")):
+        return None
+    try:
+        number = float(value) if not isinstance(value, bool) else -1.0
+    except (TypeError, ValueError):
+        number = -1.0
+    if not 0 <= number <= 1:
+        raise ConfigError(f"{origin}: {key} must be a number from 0 to 1, got {value!r}.")
     return number
 
 

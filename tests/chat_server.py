@@ -1,0 +1,119 @@
+"""A real OpenAI-compatible chat server on 127.0.0.1 for tests (http.server in a thread).
+
+POST /v1/chat/completions is recorded (`.requests`: every request body, parsed) and answered from
+the prompt it was given: the answer names the question and every `URL:` line of the messages, so a
+test can see that an answer is grounded in the context it was sent. Modes:
+- "answer" (default): 200 with that answer (or `.reply`, a fixed text, when set);
+- "error": HTTP `.status` (500) with an OpenAI-style error body;
+- "slow": waits `.delay` seconds (default 30) before answering, to run past a client's timeout.
+
+    with ChatServer() as chat:
+        ... base_url=chat.url ...
+        chat.requests[-1]["messages"]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+URL_LINE = re.compile(r"(?m)^URL:\s*(\S+)")
+NO_CONTEXT = "資料なし"
+
+
+class ChatServer:
+    def __init__(self, mode: str = "answer", *, status: int = 500, delay: float = 30.0, reply: str | None = None):
+        self.mode, self.status, self.delay, self.reply = mode, status, delay, reply
+        self.requests: list[dict] = []
+        self.paths: list[str] = []
+        self._release = threading.Event()  # set on stop: a "slow" handler gives up waiting
+        self._server: ThreadingHTTPServer | None = None
+
+    # lifecycle -------------------------------------------------------------------------------
+    def start(self) -> "ChatServer":
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self._release.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> "ChatServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """The base URL a client is given (…/v1)."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    # what the tests read ---------------------------------------------------------------------
+    @property
+    def prompts(self) -> list[str]:
+        """Each request's messages joined into one text (system prompt, context and question)."""
+        return ["\n".join(str(m.get("content") or "") for m in body.get("messages", [])) for body in self.requests]
+
+    @property
+    def last_prompt(self) -> str:
+        return self.prompts[-1] if self.requests else ""
+
+    # answers ---------------------------------------------------------------------------------
+    def answer_for(self, body: dict) -> str:
+        """The grounded echo: the question, then the URLs of the context (or that there was none)."""
+        if self.reply is not None:
+            return self.reply
+        messages = body.get("messages") or []
+        text = "\n".join(str(m.get("content") or "") for m in messages)
+        question = next((str(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+        urls = list(dict.fromkeys(URL_LINE.findall(text)))
+        grounds = "根拠: " + " ".join(urls) if urls else f"根拠: {NO_CONTEXT}"
+        return f"「{question}」への回答です。\n{grounds}"
+
+
+def _handler(chat: ChatServer):
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                body = json.loads(self.rfile.read(length) or b"{}")
+            except ValueError:
+                return self._send(400, {"error": {"message": "the body is not JSON", "type": "invalid_request_error"}})
+            chat.requests.append(body)
+            chat.paths.append(self.path)
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                return self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            if chat.mode == "error":
+                return self._send(chat.status, {"error": {"message": "the model crashed", "type": "server_error"}})
+            if chat.mode == "slow" and chat._release.wait(chat.delay):
+                return  # the server is stopping: no answer
+            content = chat.answer_for(body)
+            self._send(200, {"id": f"chatcmpl-{len(chat.requests)}", "object": "chat.completion", "created": 0,
+                             "model": body.get("model", "loopback"),
+                             "choices": [{"index": 0, "finish_reason": "stop",
+                                          "message": {"role": "assistant", "content": content}}],
+                             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}})
+
+        def _send(self, status: int, payload: dict) -> None:
+            data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (its timeout): nothing to answer
+
+    return Handler
