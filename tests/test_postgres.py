@@ -37,10 +37,10 @@ def _meta(url):
 def test_migrations_are_ordered_recorded_and_idempotent(fresh_db):
     with connect(fresh_db) as conn:
         assert migrate(conn, 64) == ["001_extension_and_meta", "002_chunks", "003_functions",
-                                     "004_row_level_security"]
+                                     "004_row_level_security", "005_section_types"]
         assert migrate(conn, 64) == []
         assert [r[0] for r in conn.execute("select version from knowledge_migrations order by 1")] == [
-            "001_extension_and_meta", "002_chunks", "003_functions", "004_row_level_security"]
+            "001_extension_and_meta", "002_chunks", "003_functions", "004_row_level_security", "005_section_types"]
         index = conn.execute("select indexdef from pg_indexes where indexname = 'knowledge_chunks_embedding_hnsw'")
         assert "hnsw (embedding vector_cosine_ops)" in index.fetchone()[0]
 
@@ -64,7 +64,7 @@ def test_publish_inserts_then_changes_nothing_then_applies_a_diff(fresh_db, tmp_
 
     second = _site_index(tmp_path, edit, name="site2")
     dry = runner.invoke(main, ["publish", "--index", str(second), "--database-url", fresh_db, "--dry-run"])
-    assert "Would publish" in dry.output and "0 new, 1 changed, 1 deleted, 119 unchanged" in dry.output
+    assert "Would publish" in dry.output and "0 new, 1 changed, 1 deleted, 157 unchanged" in dry.output
     assert "  ~ 一次方程式#rule-transposition" in dry.output and "  - 一次方程式#tip-check-answer" in dry.output
     assert _meta(fresh_db)["build_id"] == build_id
     done = runner.invoke(main, ["publish", "--index", str(second), "--database-url", fresh_db, "--format", "json"])
@@ -124,7 +124,7 @@ def test_hostile_text_is_data_not_sql(fresh_db, tmp_path):
         assert conn.execute("select count(*) from search_knowledge(%s::vector, 5, null, %s, %s, %s)",
                             ("[" + ",".join(["0.1"] * 64) + "]", hostile, hostile, hostile)).fetchone()[0] == 0
         assert get_chunk(conn, hostile) is None
-    assert len(_rows(fresh_db)) == 122 and "build_id" in _meta(fresh_db)
+    assert len(_rows(fresh_db)) == 160 and "build_id" in _meta(fresh_db)
 
 
 def test_validate_against_the_database(fresh_db, tmp_path, site_dir):

@@ -1,6 +1,8 @@
-"""Killing the publisher at random points never leaves a mixed or empty table."""
+"""Killing the publisher at random points, and inside its transaction with every row written,
+never leaves a mixed or empty table."""
 
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -17,6 +19,7 @@ from .conftest import SITE, FakeEmbedder
 
 pytestmark = [pytest.mark.db, pytest.mark.corpus]
 CLI = [sys.executable, "-m", "knowledge_build.cli"]
+TIMEOUT = float(os.environ.get("KB_TEST_TIMEOUT", "120"))  # seconds a publisher may take to reach the lock
 
 
 def _expected(index: Path) -> tuple[str, dict]:
@@ -34,10 +37,31 @@ def _state(url: str) -> tuple[str | None, dict]:
     return meta.get("build_id"), rows
 
 
-def _publisher_in_transaction(url: str) -> bool:
+def _publisher_waiting(url: str, holder_pid: int) -> bool:
+    """Whether another session waits for a lock (the publisher, blocked by the test's table lock)."""
     with psycopg.connect(url) as conn:
         return bool(conn.execute("select count(*) from pg_stat_activity where datname = current_database()"
-                                 " and pid <> pg_backend_pid() and xact_start is not null").fetchone()[0])
+                                 " and pid not in (pg_backend_pid(), %s) and wait_event_type = 'Lock'"
+                                 " and xact_start is not null", (holder_pid,)).fetchone()[0])
+
+
+def _kill_inside_the_transaction(url: str, command: list[str]) -> bool:
+    """Run the publisher while this test holds knowledge_meta in EXCLUSIVE mode: its reads and its
+    chunk upserts go through, its last write (the build id) waits, inside its transaction, with
+    every chunk row written. Kill it there; True when it was waiting when killed."""
+    with psycopg.connect(url) as holder:
+        holder.execute("lock table knowledge_meta in exclusive mode")
+        pid = holder.execute("select pg_backend_pid()").fetchone()[0]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + TIMEOUT
+        waiting = False
+        while time.monotonic() < deadline and process.poll() is None and not waiting:
+            waiting = _publisher_waiting(url, pid)
+            time.sleep(0.02)
+        process.kill()
+        process.wait()
+        holder.rollback()
+    return waiting
 
 
 def test_a_publisher_killed_anywhere_leaves_one_complete_build(corpus_dir, fresh_db, tmp_path):
@@ -49,32 +73,33 @@ def test_a_publisher_killed_anywhere_leaves_one_complete_build(corpus_dir, fresh
     small = build(load_config(site=site, output=tmp_path / "b", cache_dir=cache, env={}), embedder=FakeEmbedder()).output
     builds = dict([_expected(corpus), _expected(small)])
     durations = {}
-    for target in (small, corpus):  # how long a whole run takes here, to aim the kills inside it
+    for target in (small, corpus):  # how long a whole run takes here, to aim the random kills inside it
         started = time.monotonic()
         subprocess.run([*CLI, "publish", "--index", str(target), "--database-url", fresh_db], check=True,
                        capture_output=True)
         durations[target] = time.monotonic() - started
     rng = random.Random(20261122)
-    killed = mid_transaction = 0
+    in_transaction = 0
     for trial in range(24):
-        target = small if trial % 2 == 0 else corpus
-        process = subprocess.Popen([*CLI, "publish", "--index", str(target), "--database-url", fresh_db],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + rng.uniform(0.4, 1.0) * durations[target]
-        while time.monotonic() < deadline and process.poll() is None:
-            time.sleep(0.005)
-        if process.poll() is None:
-            mid_transaction += _publisher_in_transaction(fresh_db)
+        target = small if trial % 4 < 2 else corpus
+        if trial % 2:  # the build not in the table, so that the killed run has rows to write
+            target = small if _state(fresh_db)[0] == _expected(corpus)[0] else corpus
+        command = [*CLI, "publish", "--index", str(target), "--database-url", fresh_db]
+        if trial % 2:  # killed at its last write, every chunk written (not timed: it waits for our lock)
+            in_transaction += _kill_inside_the_transaction(fresh_db, command)
+        else:  # killed at a random moment of a run, or not at all if it is done by then
+            process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.monotonic() + rng.uniform(0.1, 1.0) * durations[target]
+            while time.monotonic() < deadline and process.poll() is None:
+                time.sleep(0.005)
             process.kill()
-            killed += 1
-        process.wait()
+            process.wait()
         build_id, rows = _state(fresh_db)
         if build_id is None:
             assert rows == {}, trial
         else:
             assert rows == builds[build_id], f"trial {trial}: table does not hold build {build_id} whole"
-    print(f"publisher killed in {killed} of 24 trials, {mid_transaction} of them inside its transaction")
-    assert killed >= 10 and mid_transaction >= 3, (killed, mid_transaction)
+    assert in_transaction == 12  # every lock-held trial was killed inside the publisher's transaction
     for target in (corpus, small):  # a re-run converges
         subprocess.run([*CLI, "publish", "--index", str(target), "--database-url", fresh_db], check=True,
                        capture_output=True)
