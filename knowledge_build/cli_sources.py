@@ -8,7 +8,6 @@ Every command takes `--format json`; crawl prints a start line, a progress line 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 
@@ -92,6 +91,8 @@ def _embedder(config):
 def crawl(url, pattern, max_pages, progress_interval, store, index_dir, site, fmt, **crawl_flags):
     """Fetch every page the index page URL links to (same site, one level deep; PATTERN: a regular
     expression the page URLs must match) and store their sections and tables."""
+    import asyncio
+
     from .web.ingest import crawl_into, crawler_settings
 
     config = _config(max_pages=max_pages, progress_interval=progress_interval, store=store, index=index_dir,
@@ -128,6 +129,8 @@ def crawl(url, pattern, max_pages, progress_interval, store, index_dir, site, fm
 @_fail_on_library_errors
 def add(url, store, index_dir, site, fmt, **crawl_flags):
     """Fetch one page and store its sections and tables (again: its new chunks replace the old)."""
+    import asyncio
+
     from .web.ingest import add_page, crawler_settings
 
     config = _config(store=store, index=index_dir, site=site, **crawl_flags)

