@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 from dataclasses import asdict, dataclass, field
 
 from .errors import ConfigError, InputTooLarge, KnowledgeBuildError
@@ -173,14 +174,24 @@ def _site_result(searcher, result) -> dict:
 
 
 def _web(question: str, config, searcher, sources) -> list[dict]:
-    """The web sources' k best, or [] when the store has none (a missing SQLite file is not created)."""
-    store = sources if sources is not None else _open_sources(config, searcher)
+    """The web sources' k best, or [] when the store has none (a missing SQLite file is not created) or
+    cannot be read (a warning says why; the site's results still answer)."""
+    try:
+        store = sources if sources is not None else _open_sources(config, searcher)
+    except (KnowledgeBuildError, OSError, sqlite3.Error) as exc:
+        log.warning("the web sources were not searched (%s); answering from the site", exc)
+        return []
     if store is None:
         return []
     try:
         if not store.status()["chunks"]:
             return []
         return store.query(question, k=config.retrieval_count, threshold=config.similarity_threshold)
+    except InputTooLarge:
+        raise
+    except (KnowledgeBuildError, OSError, sqlite3.Error) as exc:
+        log.warning("the web sources were not searched (%s); answering from the site", exc)
+        return []
     finally:
         if sources is None:
             store.close()

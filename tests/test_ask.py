@@ -108,6 +108,16 @@ def test_a_similarity_threshold_keeps_weak_web_chunks_out_of_the_context(chat, i
     assert MONSTERS not in chat.last_prompt
 
 
+def test_an_unreadable_store_leaves_the_site_answering_with_a_warning(chat, index, fake_index_dir, tmp_path, caplog):
+    (tmp_path / "broken.sqlite").write_text("not a database", encoding="utf-8")
+    config = _config(chat, fake_index_dir, store=str(tmp_path / "broken.sqlite"))
+    with caplog.at_level(logging.WARNING, logger="knowledge_build.answer"):
+        answer = kb.ask("たすきがけ", config, index=index)
+    assert answer.context_used and all(r["source"] == "site" for r in answer.retrieval)
+    assert "the web sources were not searched (cannot open the sources store" in caplog.text
+    assert (tmp_path / "broken.sqlite").read_text(encoding="utf-8") == "not a database"
+
+
 def test_with_rag_disabled_the_model_is_asked_without_context_and_the_answer_says_so(chat, index, fake_index_dir):
     answer = kb.ask("たすきがけ", _config(chat, fake_index_dir, rag_enabled=False), index=index)
     assert "URL:" not in chat.last_prompt and "たすきがけ" in chat.last_prompt
