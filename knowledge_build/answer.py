@@ -25,7 +25,8 @@ TEXT_CHARS = 1500  # of each result's text in the context: a few boxes fit any m
 NOTE_DISABLED = "retrieval disabled (rag_enabled: false)"
 NOTE_NOTHING = "nothing relevant found"
 SYSTEM = ("あなたは中学・高校数学の教材サイトの案内役です。生徒の質問に日本語で、短く正確に答えてください。")
-WITH_CONTEXT = ("次の「資料」だけを根拠に答えてください。資料に書かれていないことは推測せず、わからないと伝えてください。"
+WITH_CONTEXT = ("次の「資料」だけを根拠に答えてください。"
+                "資料に書かれていないことは推測せず、わからないと伝えてください。"
                 "答えの最後に参考にした資料の URL を挙げる必要はありません（システムが付けます）。\n\n資料:\n")
 WITHOUT_CONTEXT = ("このサイトの資料からは関連する内容が見つかりませんでした（{note}）。一般的な知識で答え、"
                    "その旨を最初に一言伝えてください。")

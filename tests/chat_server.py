@@ -33,7 +33,7 @@ class ChatServer:
         self._url = ""
 
     # lifecycle -------------------------------------------------------------------------------
-    def start(self) -> "ChatServer":
+    def start(self) -> ChatServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self._url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
@@ -47,7 +47,7 @@ class ChatServer:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "ChatServer":
+    def __enter__(self) -> ChatServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -146,18 +146,16 @@ def test_retrieval_failing_answers_without_context_and_says_why(chat, tmp_path):
 
 
 def test_a_chat_server_answering_500_raises_chat_failed_with_the_url_and_a_fix(index, fake_index_dir):
-    with ChatServer(mode="error", status=500) as chat:
-        with pytest.raises(ChatFailed) as caught:
-            kb.ask("たすきがけ", _config(chat, fake_index_dir), index=index)
+    with ChatServer(mode="error", status=500) as chat, pytest.raises(ChatFailed) as caught:
+        kb.ask("たすきがけ", _config(chat, fake_index_dir), index=index)
     message = str(caught.value)
     assert message.startswith(f"the chat model at {chat.url}/ failed: HTTP 500 (the model crashed)")
     assert "Fix:" in message
 
 
 def test_a_chat_server_past_the_timeout_raises_chat_failed(index, fake_index_dir):
-    with ChatServer(mode="slow", delay=60) as chat:
-        with pytest.raises(ChatFailed) as caught:
-            kb.ask("たすきがけ", _config(chat, fake_index_dir, chat_timeout=0.5), index=index)
+    with ChatServer(mode="slow", delay=60) as chat, pytest.raises(ChatFailed) as caught:
+        kb.ask("たすきがけ", _config(chat, fake_index_dir, chat_timeout=0.5), index=index)
     assert "did not answer within 0.5 s" in str(caught.value) and "chat_timeout" in str(caught.value)
 
 
