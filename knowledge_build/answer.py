@@ -80,8 +80,7 @@ def format_answer(answer: Answer, show_sources: bool = True) -> str:
 
 def chat_client(config):
     """An openai.OpenAI for the configured chat model (as learns generate creates it)."""
-    import openai
-
+    openai = _openai()
     api_key = os.environ.get("OPENAI_API_KEY")
     if not config.chat_base_url and not api_key:
         raise ChatFailed("no chat model to ask: OPENAI_API_KEY is not set and no chat server is given. Fix: export "
@@ -91,9 +90,17 @@ def chat_client(config):
                          timeout=config.chat_timeout)
 
 
-def _chat(client, model: str, messages: list[dict]) -> str:
-    import openai
+def _openai():
+    try:
+        import openai
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ChatFailed("asking a chat model needs the 'openai' package. Fix: pip install "
+                         "'knowledge-build[openai]'.") from exc
+    return openai
 
+
+def _chat(client, model: str, messages: list[dict]) -> str:
+    openai = _openai()
     url = str(getattr(client, "base_url", "") or "the OpenAI API")
     try:
         response = client.chat.completions.create(model=model, messages=messages)
