@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 from dataclasses import asdict, dataclass, field
 
 from .errors import ConfigError, InputTooLarge, KnowledgeBuildError
@@ -24,7 +25,8 @@ TEXT_CHARS = 1500  # of each result's text in the context: a few boxes fit any m
 NOTE_DISABLED = "retrieval disabled (rag_enabled: false)"
 NOTE_NOTHING = "nothing relevant found"
 SYSTEM = ("あなたは中学・高校数学の教材サイトの案内役です。生徒の質問に日本語で、短く正確に答えてください。")
-WITH_CONTEXT = ("次の「資料」だけを根拠に答えてください。資料に書かれていないことは推測せず、わからないと伝えてください。"
+WITH_CONTEXT = ("次の「資料」だけを根拠に答えてください。"
+                "資料に書かれていないことは推測せず、わからないと伝えてください。"
                 "答えの最後に参考にした資料の URL を挙げる必要はありません（システムが付けます）。\n\n資料:\n")
 WITHOUT_CONTEXT = ("このサイトの資料からは関連する内容が見つかりませんでした（{note}）。一般的な知識で答え、"
                    "その旨を最初に一言伝えてください。")
@@ -78,8 +80,7 @@ def format_answer(answer: Answer, show_sources: bool = True) -> str:
 
 def chat_client(config):
     """An openai.OpenAI for the configured chat model (as learns generate creates it)."""
-    import openai
-
+    openai = _openai()
     api_key = os.environ.get("OPENAI_API_KEY")
     if not config.chat_base_url and not api_key:
         raise ChatFailed("no chat model to ask: OPENAI_API_KEY is not set and no chat server is given. Fix: export "
@@ -89,9 +90,17 @@ def chat_client(config):
                          timeout=config.chat_timeout)
 
 
-def _chat(client, model: str, messages: list[dict]) -> str:
-    import openai
+def _openai():
+    try:
+        import openai
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ChatFailed("asking a chat model needs the 'openai' package. Fix: pip install "
+                         "'knowledge-build[openai]'.") from exc
+    return openai
 
+
+def _chat(client, model: str, messages: list[dict]) -> str:
+    openai = _openai()
     url = str(getattr(client, "base_url", "") or "the OpenAI API")
     try:
         response = client.chat.completions.create(model=model, messages=messages)
@@ -173,14 +182,24 @@ def _site_result(searcher, result) -> dict:
 
 
 def _web(question: str, config, searcher, sources) -> list[dict]:
-    """The web sources' k best, or [] when the store has none (a missing SQLite file is not created)."""
-    store = sources if sources is not None else _open_sources(config, searcher)
+    """The web sources' k best, or [] when the store has none (a missing SQLite file is not created) or
+    cannot be read (a warning says why; the site's results still answer)."""
+    try:
+        store = sources if sources is not None else _open_sources(config, searcher)
+    except (KnowledgeBuildError, OSError, sqlite3.Error) as exc:
+        log.warning("the web sources were not searched (%s); answering from the site", exc)
+        return []
     if store is None:
         return []
     try:
         if not store.status()["chunks"]:
             return []
         return store.query(question, k=config.retrieval_count, threshold=config.similarity_threshold)
+    except InputTooLarge:
+        raise
+    except (KnowledgeBuildError, OSError, sqlite3.Error) as exc:
+        log.warning("the web sources were not searched (%s); answering from the site", exc)
+        return []
     finally:
         if sources is None:
             store.close()

@@ -30,11 +30,13 @@ class ChatServer:
         self.paths: list[str] = []
         self._release = threading.Event()  # set on stop: a "slow" handler gives up waiting
         self._server: ThreadingHTTPServer | None = None
+        self._url = ""
 
     # lifecycle -------------------------------------------------------------------------------
-    def start(self) -> "ChatServer":
+    def start(self) -> ChatServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
+        self._url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
 
@@ -45,7 +47,7 @@ class ChatServer:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "ChatServer":
+    def __enter__(self) -> ChatServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -53,8 +55,8 @@ class ChatServer:
 
     @property
     def url(self) -> str:
-        """The base URL a client is given (…/v1)."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        """The base URL a client is given (…/v1); kept after stop (then nobody listens on it)."""
+        return self._url
 
     # what the tests read ---------------------------------------------------------------------
     @property
