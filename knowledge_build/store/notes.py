@@ -22,6 +22,7 @@ from ..ranking import SearchSettings, fuse
 from ..search import check_query
 from ..text_ja import analyze, analyze_query, nfkc
 from ..windows import split_text
+from .sqlite_transaction import sqlite_transaction
 
 _SCHEMA = [
     """create table if not exists knowledge_documents (
@@ -202,14 +203,8 @@ class NoteStore:
                         cur.execute("set transaction isolation level repeatable read")
                     yield cur
                 return
-            cur = self._conn.cursor()
-            cur.execute("begin immediate" if write else "begin")
-            try:
+            with sqlite_transaction(self._conn, write) as cur:
                 yield cur
-            except BaseException:
-                cur.execute("rollback")
-                raise
-            cur.execute("commit")
 
     # --- reads -------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..ranking import SearchSettings
 from .sources import FIELDS, SourcesUnavailable, _now, fts_document, fts_match, log
+from .sqlite_transaction import sqlite_transaction
 
 _COLUMNS = ("id", "source_url", "chunk_index", "url", "title", "heading", "parents", "kind", "text", "crawled_at",
             "embedding")
@@ -115,15 +116,8 @@ class SqliteSources:
     @contextmanager
     def _transaction(self, write: bool):
         """A cursor inside one transaction: a reader sees one committed state throughout."""
-        with self._lock:
-            cur = self._conn.cursor()
-            cur.execute("begin immediate" if write else "begin")
-            try:
-                yield cur
-            except BaseException:
-                cur.execute("rollback")
-                raise
-            cur.execute("commit")
+        with self._lock, sqlite_transaction(self._conn, write) as cur:
+            yield cur
 
     def _state(self, cur) -> tuple[int, int]:
         return cur.execute("select generation, vec_generation from knowledge_source_state").fetchone()
