@@ -206,11 +206,12 @@ def write_latest(out_dir: Path, artifacts: ArtifactSet) -> Path | None:
     there in full; a kill between the two leaves it naming the previous build, which readers
     detect (`verify_set` compares the build ids) and the next build repairs."""
     out_dir = Path(out_dir).expanduser().resolve()
-    if out_dir.name != f"v{SCHEMA_VERSION}":
+    version = artifacts.manifest["schema_version"]
+    if out_dir.name != f"v{version}":
         return None
     latest = out_dir.parent / LATEST
     try:
-        atomic_write(latest, dumps({"schema_version": SCHEMA_VERSION, "build_id": artifacts.build_id,
+        atomic_write(latest, dumps({"schema_version": version, "build_id": artifacts.build_id,
                                     "path": f"{out_dir.name}/", "manifest": f"{out_dir.name}/{MANIFEST}"}))
     except OSError as exc:
         raise LatestNotWritten(latest, exc.strerror or exc) from exc

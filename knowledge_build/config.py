@@ -21,12 +21,13 @@ EMBEDDERS = ("local", "openai", "openai-compatible")
 # Which parts of a page outside anchored boxes become section/table chunks (sections.py):
 # none, the parts that hold no anchored box, or every part.
 SECTION_MODES = ("off", "unanchored", "all")
+DENSE_INDEXES = ("auto", "exact", "hnsw")
 
 
 @dataclass(frozen=True)
 class Config:
     site: Path | None = None
-    output: Path | None = None  # default: <site output>/knowledge/v1
+    output: Path | None = None  # default: <site output>/knowledge/v<artifact_schema>
     baseurl: str | None = None  # default: from _config.yml
     embedder: str = "local"
     embedding_model: str | None = None  # openai: text-embedding-3-small by default
@@ -55,6 +56,9 @@ class Config:
     missing_id: str = "warning"  # severity of a knowledge box without an id: error | warning | off
     prefix_mismatch: str = "warning"  # severity of an id prefix that contradicts its box
     sections: str = "unanchored"  # off | unanchored | all: see SECTION_MODES
+    artifact_schema: int = 2  # the artifact set a build writes: 2 (memory-mapped, knowledge/v2) or 1 (knowledge/v1)
+    dense_index: str = "auto"  # v2: exact | hnsw | auto (exact up to exact_max_rows chunks, HNSW above)
+    exact_max_rows: int = 50_000
     store: str | None = None  # the writable store (notes, web sources): a SQLite file or a postgresql:// URL
     max_pages: int = 50  # sources crawl: pages fetched from one index page at most
     crawl_delay: float = 1.0  # seconds between requests to one host (robots.txt Crawl-delay wins when larger)
@@ -105,6 +109,9 @@ _ENV = {
     "KB_SIMILARITY_THRESHOLD": "similarity_threshold",
     "KB_SHOW_SOURCES": "show_sources",
     "KB_SECTIONS": "sections",
+    "KB_ARTIFACT_SCHEMA": "artifact_schema",
+    "KB_DENSE_INDEX": "dense_index",
+    "KB_EXACT_MAX_ROWS": "exact_max_rows",
     "KB_STORE": "store",
     "KB_MAX_PAGES": "max_pages",
     "KB_CRAWL_DELAY": "crawl_delay",
@@ -116,7 +123,7 @@ _ENV = {
     "KB_ALLOW_HOSTS": "allow_hosts",
     "KB_DEBUG_LOG": "debug_log",
 }
-_COUNTS = ("max_pages", "crawl_concurrency", "progress_interval", "retrieval_count")  # integers >= 1
+_COUNTS = ("max_pages", "crawl_concurrency", "progress_interval", "retrieval_count", "exact_max_rows")  # integers >= 1
 _FLAGS = ("respect_robots_txt", "rag_enabled", "show_sources")
 _FRACTIONS = ("relevance_threshold", "similarity_threshold")  # 0..1
 DEBUG_LOG_LEVELS = ("off", "info", "debug")
@@ -247,6 +254,14 @@ def _coerce_one(key: str, value, origin: str):
         if value not in SECTION_MODES:
             raise ConfigError(f"{origin}: sections must be one of {', '.join(SECTION_MODES)}, got {value!r}.")
         return value
+    if key == "artifact_schema":
+        if str(value) not in ("1", "2"):
+            raise ConfigError(f"{origin}: artifact_schema must be 1 or 2, got {value!r}.")
+        return int(value)
+    if key == "dense_index":
+        if value not in DENSE_INDEXES:
+            raise ConfigError(f"{origin}: dense_index must be one of {', '.join(DENSE_INDEXES)}, got {value!r}.")
+        return value
     if key == "embedder":
         if value not in EMBEDDERS:
             raise ConfigError(
@@ -326,7 +341,8 @@ def store_target(config: Config) -> str:
 
 def index_dir(config: Config) -> Path:
     """The artifact set a reading command uses: `index`, else the `output` a build writes, else
-    <site output>/knowledge/v1 of the site (given, or the current directory when it is one)."""
+    <site output>/knowledge/v2 of the site (given, or the current directory when it is one), or its
+    knowledge/v1 when only that one was built."""
     if config.index is not None:
         return config.index
     if config.output is not None:
@@ -334,9 +350,18 @@ def index_dir(config: Config) -> Path:
     if config.site is not None:
         from .site import open_site
 
-        return open_site(config.site, baseurl=config.baseurl, exclude=config.exclude).default_index_dir
-    raise ConfigError("no artifact set given. Pass --index DIR (a knowledge/v1 directory), set KB_INDEX, or give "
-                      "--site SITE (or run inside the site) to read <site output>/knowledge/v1.")
+        return site_index_dir(open_site(config.site, baseurl=config.baseurl, exclude=config.exclude), config)
+    raise ConfigError("no artifact set given. Pass --index DIR (a knowledge/v2 directory), set KB_INDEX, or give "
+                      "--site SITE (or run inside the site) to read <site output>/knowledge/v2.")
+
+
+def site_index_dir(site, config: Config) -> Path:
+    """The site's set a reading command uses: knowledge/v<artifact_schema>, else the other schema's
+    when only that one was built (a site built before v2 existed)."""
+    for schema in (config.artifact_schema, 2, 1):
+        if (site.index_dir(schema) / "manifest.json").is_file():
+            return site.index_dir(schema)
+    return site.index_dir(config.artifact_schema)
 
 
 def generated_learns_path(config: Config, site) -> Path:

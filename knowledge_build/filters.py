@@ -30,7 +30,8 @@ def _key(value: str) -> str:
 class FilterVocabulary:
     """Every value each filter accepts, and the stored value it stands for."""
 
-    def __init__(self, chunks, categories: dict[str, str] | None = None):
+    def __init__(self, chunks=(), categories: dict[str, str] | None = None, columns=None):
+        """From the chunks, or from an index's columns (index_rows.Columns: the distinct values only)."""
         self.categories = dict(categories or {})
         self._stored: dict[str, dict[str, str]] = {name: {} for name in FILTERS}  # value -> label
         self._aliases: dict[str, dict[str, set[str]]] = {name: {} for name in FILTERS}
@@ -38,12 +39,17 @@ class FilterVocabulary:
             self._add("type", kind.type, kind.type, kind.prefix, kind.type + "s")
         for level in LEVELS:
             self._add("level", level, level)
-        for chunk in chunks:
-            if chunk.category:
-                name = self.categories.get(chunk.category, "")
-                self._add("category", chunk.category, f"{chunk.category} ({name})" if name else chunk.category,
-                          name)
-            self._add("material", chunk.material, chunk.material, chunk.material_title)
+        if columns is not None:
+            pairs = [(c, None, None) for c in columns.values["category"]]
+            pairs += [(None, m, t) for m, t in zip(columns.values["material"], columns.material_titles)]
+        else:
+            pairs = [(c.category, c.material, c.material_title) for c in chunks]
+        for category, material, title in pairs:
+            if category:
+                name = self.categories.get(category, "")
+                self._add("category", category, f"{category} ({name})" if name else category, name)
+            if material is not None:
+                self._add("material", material, material, title)
 
     def _add(self, name: str, stored: str, label: str, *aliases: str) -> None:
         self._stored[name][stored] = label

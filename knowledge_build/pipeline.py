@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .artifacts import ArtifactSet, assemble, check_output_dir, write_artifacts, write_latest
+from .artifacts_v2 import assemble as assemble_v2
 from .chunks import Chunk, make_chunks, retrieval_content
 from .config import Config, generated_learns_path
 from .diagnostics import Diagnostic, has_errors
@@ -90,6 +91,20 @@ def lexical_fields(chunks: list[Chunk], cache: TokenCache | None = None) -> dict
     return {name: [a[name] for a in analyzed] for name in FIELDS}
 
 
+def lexical_postings(chunks: list[Chunk], cache: TokenCache | None = None, batch: int = 2000):
+    """The postings of every chunk's lexical tokens (row i = chunk i), analysed (or read from the cache)
+    a batch at a time and folded in, so the build never holds every chunk's token lists at once."""
+    from .kinds import PART_TYPES
+    from .postings import PostingsBuilder
+
+    builder = PostingsBuilder(FIELDS)
+    for start in range(0, len(chunks), batch):
+        part = chunks[start:start + batch]
+        for tokens in analyze_cached([lexical_text(c) for c in part], analyze_box, ANALYZER, FIELDS, cache):
+            builder.add(tokens)
+    return builder.finish(np.array([c.type not in PART_TYPES for c in chunks], dtype=bool))
+
+
 def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
     """Build and write the artifact set. Raises BuildFailed (writing nothing) on site errors."""
     started = time.perf_counter()
@@ -98,17 +113,21 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
     if has_errors(extraction.diagnostics):
         raise BuildFailed(extraction.diagnostics)
     chunks = extraction.chunks
-    output = check_output_dir(config.output or extraction.site.default_index_dir)  # refuse before embedding
+    output = check_output_dir(config.output or extraction.site.index_dir(config.artifact_schema))  # refuse before embedding
     embedder = embedder or get_embedder(config.embedder, model=config.embedding_model,
                                         dimensions=config.embedding_dimensions, base_url=config.base_url,
                                         batch_size=config.batch_size, timeout=config.embedding_timeout)
     vectors, stats = embed_chunks(chunks, embedder, config, progress)
     site = extraction.site
+    site_info = {"url": site.url, "baseurl": site.baseurl, **({"categories": site.categories} if site.categories else {})}
     with TokenCache(Path(config.cache_dir) / TOKENS_FILE) as token_cache:
-        lexical = lexical_fields(chunks, token_cache)
-    artifacts = assemble(chunks, vectors, lexical, ANALYZER, describe(embedder),
-                         {"url": site.url, "baseurl": site.baseurl,
-                          **({"categories": site.categories} if site.categories else {})})
+        if config.artifact_schema == 1:
+            artifacts = assemble(chunks, vectors, lexical_fields(chunks, token_cache), ANALYZER, describe(embedder),
+                                 site_info)
+        else:
+            postings = lexical_postings(chunks, token_cache)
+            artifacts = assemble_v2(chunks, vectors, postings, ANALYZER, describe(embedder), site_info,
+                                    config.dense_index, config.exact_max_rows, Path(config.cache_dir))
     write_artifacts(artifacts, output)  # ArtifactWriteFailed (previous set untouched) on any OS error
     write_latest(output, artifacts)
     return BuildResult(output, artifacts, chunks, extraction.diagnostics, stats,

@@ -8,7 +8,7 @@ queries"). Two pieces of evidence are combined instead, both independent of the 
 - the result's dense cosine, against a centre measured on the shipped model;
 - its lexical coverage: the chunk's BM25 score for the query's distinct tokens (each capped at the
   token's idf) over the idf the query could reach, with idf and mean length taken from the anchored
-  boxes the calibration was made on (CoverageReference) (a token the site never uses counts with the
+  boxes the calibration was made on (the postings' reference rows) (a token the site never uses counts with the
   highest idf), in the field where it is highest (lemma, reading or kana bigrams), so that
   kana-only, romaji and English queries that the dense model reads poorly still count. BM25
   saturates: a chunk holding each token once in a chunk of average length reaches about 0.4.
@@ -30,70 +30,31 @@ def idf(df: int, n_docs: int) -> float:
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
-class CoverageReference:
-    """The population lexical coverage is measured against: the chunks of the kinds relevance was
-    calibrated on (anchored boxes; every chunk when there is none). Its document frequencies and
-    mean length are those of that population, and any chunk's term frequencies are scored against
-    them with the BM25 (Lucene) the lexical channel uses: adding sections and tables to an index
-    (long texts, 700 more documents) then leaves a box's coverage what it was without them, and a
-    long section is saturated by its length against the boxes' mean length, not a mean it raised."""
-
-    K1, B = 1.5, 0.75  # bm25s's defaults, which search.bm25_models uses
-
-    def __init__(self, fields: dict[str, list[list[str]]], reference: list[bool]):
-        self._docs = fields
-        self._rows = [row for row, in_reference in enumerate(reference) if in_reference] or list(range(len(reference)))
-        self._stats: dict[str, tuple[dict[str, int], float]] = {}
-
-    @property
-    def size(self) -> int:
-        return len(self._rows)
-
-    def stats(self, name: str) -> tuple[dict[str, int], float]:
-        """(document frequency per token, mean length) of the reference chunks in this field."""
-        if name not in self._stats:
-            df: dict[str, int] = {}
-            total = 0
-            for row in self._rows:
-                tokens = _tokens(self._docs[name][row])
-                total += max(1, len(tokens))  # bm25s indexes an empty document as one placeholder token
-                for token in set(tokens):
-                    df[token] = df.get(token, 0) + 1
-            self._stats[name] = (df, total / max(1, len(self._rows)))
-        return self._stats[name]
-
-    def saturation(self, name: str, row: int, tokens: list[str]) -> dict[str, float]:
-        """BM25 (Lucene) term-frequency part of each token in this chunk, against the reference length."""
-        doc = _tokens(self._docs[name][row])
-        counts = {t: 0 for t in tokens}
-        for token in doc:
-            if token in counts:
-                counts[token] += 1
-        norm = self.K1 * (1 - self.B + self.B * max(1, len(doc)) / self.stats(name)[1])
-        return {t: tf / (tf + norm) for t, tf in counts.items() if tf}  # bm25s's Lucene: no (k1 + 1)
-
-
-def _tokens(doc: list[str]) -> list[str]:
-    return [t for t in doc if t and t != "\x00"]  # as search._bm25 indexes them
-
-
-def lexical_coverage(reference: CoverageReference, fields: dict[str, list[str]], rows: list[int]) -> np.ndarray:
+def lexical_coverage(postings, fields: dict[str, list[str]], rows: list[int]) -> np.ndarray:
     """Per row: the highest, over fields, of the chunk's BM25 score for the query's distinct tokens
-    (each capped at the token's idf) over the sum of those tokens' idfs; idf and length are the
-    reference population's (a token it never uses counts with the highest idf)."""
+    (each capped at the token's idf) over the sum of those tokens' idfs. Idf and mean length are those
+    of the reference population (`postings.reference`: the anchored boxes relevance was calibrated on,
+    every chunk when there is none), so adding sections and tables (long texts, 700 more documents)
+    leaves a box's coverage what it was without them; a token the site never uses counts with the
+    highest idf. BM25 (Lucene) saturation, as the lexical channel's, without (k1 + 1)."""
+    from .postings import B, K1
+
+    rows = np.asarray(rows, dtype=np.int64)
     best = np.zeros(len(rows))
-    n_docs = reference.size
+    n_docs = postings.n_reference
     for name, tokens in fields.items():
         distinct = [t for t in dict.fromkeys(tokens) if t]
-        if name not in reference._docs or not distinct:
+        if name not in postings.fields or not distinct or not len(rows):
             continue
-        df = reference.stats(name)[0]
-        weights = {t: idf(df.get(t, 0), n_docs) for t in distinct}
+        weights = {t: idf(postings.reference_df(name, t), n_docs) for t in distinct}
         total = sum(weights.values())
         if not total:
             continue
-        found = np.array([sum(weights[t] * min(1.0, sat) for t, sat in reference.saturation(name, row, distinct).items())
-                          for row in rows])
+        norm = K1 * (1 - B + B * postings.row_length(name, rows) / postings.reference_mean_length(name))
+        found = np.zeros(len(rows))
+        for token in distinct:
+            tf = postings.term_frequencies(name, token, rows)
+            found += weights[token] * np.minimum(1.0, tf / (tf + norm))
         best = np.maximum(best, found / total)
     return best
 

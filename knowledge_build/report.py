@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from .config import Config
+from .config import Config, site_index_dir
 from .errors import ArtifactError, KnowledgeBuildError
 from .kinds import ANCHORED_TYPES, PART_TYPES, TYPES
 from .lint import check_site, display_path
@@ -57,7 +57,7 @@ def coverage(config: Config, index_dir: Path | None = None) -> dict:
             "errors": result.count("error"), "warnings": result.count("warning"),
         },
         "findings": [{**d.to_dict(), "path": display_path(d.path)} for d in result.diagnostics if d.severity != "info"],
-        "index": _index_info(Path(index_dir or config.index or config.output or extraction.site.default_index_dir)),
+        "index": _index_info(Path(index_dir or config.index or config.output or site_index_dir(extraction.site, config))),
     }
 
 

@@ -17,12 +17,13 @@ import numpy as np
 from .chunks import Chunk
 from .errors import ChunkNotFound, KnowledgeBuildError, QueryEmbeddingFailed, QueryTooLong
 from .filters import FilterVocabulary
+from .index_rows import ChunkRecords, Columns
+from .postings import Postings, from_token_lists
 from .ranking import SearchSettings, fuse, type_weights
-from .kinds import PART_TYPES
-from .relevance import CoverageReference, lexical_coverage, relevances
+from .relevance import lexical_coverage, relevances
 from .thesaurus import textbook_wording, thesaurus_terms
-from .text_ja import analyze_query, concept_key, nfkc
-from .verify import verify_set
+from .text_ja import analyze_query, nfkc
+from .verify import open_verified
 
 MODES = ("hybrid", "dense", "lexical")
 # A question, not a document: longer queries are refused (QueryTooLong) before any work is done.
@@ -63,34 +64,40 @@ class SearchResult:
 
 
 class KnowledgeIndex:
-    def __init__(self, path: Path, manifest: dict, chunks: list[Chunk], index, lexical: dict, embedder,
-                 settings: SearchSettings | None = None):
+    def __init__(self, path: Path, manifest: dict, chunks, index, lexical, embedder,
+                 settings: SearchSettings | None = None, columns: Columns | None = None):
+        """`chunks`: a list of Chunk (v1) or the ChunkRecords of a v2 set; `lexical`: v1's
+        {"fields": {name: [[token]]}} or a v2 set's Postings; `columns`: the v2 set's row columns
+        (built from the chunks when not given)."""
         self.path = Path(path)
         self.manifest = manifest
         self.chunks = chunks
         self.settings = settings or SearchSettings()
         self._index = index
         self._embedder = embedder
-        self._by_id = {c.id: i for i, c in enumerate(chunks)}
+        self.columns = columns if columns is not None else Columns.from_chunks(chunks)
+        self._by_id = None if isinstance(chunks, ChunkRecords) else {c.id: i for i, c in enumerate(chunks)}
         site = manifest.get("site") or {}
         self.site_url = str(site.get("url") or "")
-        self.filters = FilterVocabulary(chunks, site.get("categories"))
-        self._bm25 = bm25_models(lexical["fields"]) if chunks else {}
+        self.filters = FilterVocabulary(categories=site.get("categories"), columns=self.columns)
+        self._parts = self.columns.parts
         # Relevance's coverage is measured against the anchored boxes it was calibrated on.
-        self._parts = np.array([c.type in PART_TYPES for c in chunks], dtype=bool)
-        self._coverage = CoverageReference(lexical["fields"] if chunks else {}, [c.type not in PART_TYPES for c in chunks])
-        self._concepts: dict[str, list[int]] = {}
-        for row, chunk in enumerate(chunks):
-            key = concept_key(chunk.title)
-            if key:
-                self._concepts.setdefault(key, []).append(row)
+        self._postings = lexical if isinstance(lexical, Postings) else \
+            from_token_lists(lexical["fields"] if len(chunks) else {}, ~self._parts)
+        self._ef_search = int((manifest.get("dense") or {}).get("ef_search") or 0)
+        self._groups: dict = {}
 
     @classmethod
     def open(cls, path, embedder=None, settings: SearchSettings | None = None,
-             embedder_options: dict | None = None) -> "KnowledgeIndex":
+             embedder_options: dict | None = None, verify: bool | None = None) -> "KnowledgeIndex":
         """Open a set that `verify_set` accepts (the one check `validate` runs too); refuse one
-        built with another embedder than `embedder` (default: the one it was built with)."""
-        verified = verify_set(path, embedder, embedder_options=embedder_options)
+        built with another embedder than `embedder` (default: the one it was built with).
+        A v2 set gets the cheap checks on open (verify_v2.py) unless `verify` is True (every byte);
+        None: every byte when the set is small."""
+        verified = open_verified(path, embedder, embedder_options=embedder_options, full=verify)
+        if verified.opened is not None:
+            return cls(verified.path, verified.manifest, verified.chunks, verified.index, verified.lexical,
+                       verified.embedder, settings, verified.opened.columns)
         chunks = [Chunk.from_dict(c) for c in verified.chunks]
         return cls(verified.path, verified.manifest, chunks, verified.index, verified.lexical, verified.embedder,
                    settings)
@@ -108,16 +115,18 @@ class KnowledgeIndex:
         return len(self.chunks)
 
     def get(self, chunk_id: str) -> Chunk:
-        try:
-            return self.chunks[self._by_id[chunk_id]]
-        except KeyError:
-            raise ChunkNotFound(chunk_id) from None
+        row = self.row_of(chunk_id)
+        if row is None:
+            raise ChunkNotFound(chunk_id)
+        return self.chunks[row]
 
     def concepts(self, type: str | None = None, category: str | None = None) -> list[Chunk]:
         """Every chunk of the type and category (display names accepted; UnknownFilterValue for a
         value no chunk has), in id order."""
         filters = self.filters.resolve_all(type=type, category=category)
-        return [c for c in self.chunks if _matches(c, **filters)]
+        allowed = self.columns.allowed(filters)
+        rows = range(len(self.chunks)) if allowed is None else np.flatnonzero(allowed)
+        return [self.chunks[int(row)] for row in rows]
 
     def absolute_url(self, url: str) -> str | None:
         """`url` on the site's host, percent-encoded; None when the site's URL is unknown."""
@@ -175,7 +184,7 @@ class KnowledgeIndex:
         if filters.get("type") is None:
             weights = type_weights(query, self.settings)
             fused = {row: score * weights.get(self.chunks[row].type, 1.0) for row, score in fused.items()}
-        ordered = sorted(fused.items(), key=lambda item: (-item[1], self.chunks[item[0]].id))
+        ordered = sorted(fused.items(), key=lambda item: (-item[1], item[0]))  # rows are in id order
         similar = self.settings.min_similarity if min_similarity is None else min_similarity
         relevant = self.settings.min_relevance if min_relevance is None else min_relevance
         results = []
@@ -195,20 +204,20 @@ class KnowledgeIndex:
             batch = [self._result(row, score, qvec, cosines.get(row), source)
                      for row, score in ordered[start:start + max(window, 20)]]
             own = {name: tokens for name, tokens in fields.items() if name in self.settings.relevance_fields}
-            coverage = lexical_coverage(self._coverage, own, [r for r, _ in ordered[start:start + len(batch)]])
+            coverage = lexical_coverage(self._postings, own, [r for r, _ in ordered[start:start + len(batch)]])
             sims = [r.similarity if qvec is not None else None for r in batch]
-            parts = [self.chunks[row].type in PART_TYPES for row, _ in ordered[start:start + len(batch)]]
+            parts = [bool(self._parts[row]) for row, _ in ordered[start:start + len(batch)]]
             scores, query_best = relevances(sims, coverage, self.settings, query_best, parts)
             cut = self.settings.relevance_threshold
             yield from (replace(r, relevance=v, relevant=v >= cut) for r, v in zip(batch, scores))
 
     def row_of(self, chunk_id: str) -> int | None:
+        if self._by_id is None:
+            return self.chunks.row_of(chunk_id)
         return self._by_id.get(chunk_id)
 
     def _allowed(self, **filters) -> np.ndarray | None:
-        if not any(filters.values()):
-            return None
-        return np.array([_matches(c, **filters) for c in self.chunks], dtype=bool)
+        return self.columns.allowed(filters)
 
     def _kind_groups(self, allowed) -> list[np.ndarray | None]:
         """The masks each channel takes its `candidates` from: boxes and page parts (sections,
@@ -239,18 +248,20 @@ class KnowledgeIndex:
 
     def _dense_scores(self, qvec: np.ndarray, allowed) -> dict[int, float]:
         """Cosine of the top candidates of each kind group, by row."""
-        import faiss
+        from . import dense
 
         found: dict[int, float] = {}
-        for group in self._kind_groups(allowed):
+        for slot, group in enumerate(self._kind_groups(allowed)):
             n = min(self.settings.candidates, len(self.chunks) if group is None else int(group.sum()))
             if n < 1:
                 continue
-            params = None
-            if group is not None:
-                params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.flatnonzero(group).astype(np.int64)))
-            scores, rows = self._index.search(qvec.reshape(1, -1), n, params=params)
-            found.update((int(r), float(s)) for s, r in zip(scores[0], rows[0]) if r >= 0)
+            if group is None:
+                selector = None
+            elif allowed is None:  # a kind group: the same for every query
+                selector = self._groups.get(slot) or self._groups.setdefault(slot, dense.Selector(group))
+            else:
+                selector = dense.Selector(group)
+            found.update(dense.search(self._index, qvec, n, selector, self._ef_search))
         return found
 
     def _query_fields(self, query: str) -> dict[str, list[str]]:
@@ -265,7 +276,7 @@ class KnowledgeIndex:
         already analysed)."""
         settings = self.settings
         fields = self._query_fields(query) if fields is None else fields
-        scores = field_scores(self._bm25, fields, settings.field_weights, len(self.chunks))
+        scores = field_scores(self._postings, fields, settings.field_weights, len(self.chunks))
         found: dict[int, float] = {}
         for group in self._kind_groups(allowed):
             within = scores if group is None else np.where(group, scores, 0.0)
@@ -282,7 +293,7 @@ class KnowledgeIndex:
         # JSON has no NaN: a non-finite number (a broken dense source) reads as no similarity.
         similarity = float(np.clip(cosine, 0.0, 1.0)) if np.isfinite(cosine) else 0.0
         score = score if np.isfinite(score) else 0.0
-        others = [r for r in self._concepts.get(concept_key(chunk.title), ()) if r != row]
+        others = self.columns.same_concept(row)
         locations = tuple(self._location(self.chunks[r]) for r in others)
         return SearchResult(id=chunk.id, url=chunk.url, title=chunk.title, learns=chunk.learns,
                             excerpt=chunk.excerpt, similarity=round(similarity, 6), score=round(score, 6),
@@ -307,10 +318,6 @@ def _english_terms() -> dict[str, str]:
     return {slug: " ".join(found) for slug, found in terms.items()}
 
 
-def _matches(chunk: Chunk, **filters) -> bool:
-    return all(value is None or getattr(chunk, name) == value for name, value in filters.items())
-
-
 def join_site_url(site_url: str, url: str) -> str | None:
     """`site_url` + `url` with the path percent-encoded (Japanese file names, spaces) so that chat
     clients and mail keep the whole link; an escape already in `url` is kept. None without a site URL."""
@@ -329,32 +336,14 @@ def check_query(query: str | None) -> str:
     return query
 
 
-# bm25s cannot index a document without tokens; such a document gets this one instead. It is
-# not text (a control character the analyzer never emits), and field_scores never queries it.
-_EMPTY_DOC = "\x00"
-
-
-def field_scores(models: dict, fields: dict[str, list[str]], weights: dict[str, float], size: int) -> np.ndarray:
+def field_scores(postings: Postings, fields: dict[str, list[str]], weights: dict[str, float], size: int) -> np.ndarray:
     """The weighted sum over fields of each field's BM25 scores for the query's tokens."""
     scores = np.zeros(size, dtype=np.float32)
     for name, query_tokens in fields.items():
-        model, weight = models.get(name), weights.get(name, 0.0)
-        known = [t for t in query_tokens if model is not None and t and t != _EMPTY_DOC and t in model.vocab_dict]
-        if known and weight:
-            scores += weight * model.get_scores(known)
+        weight = weights.get(name, 0.0)
+        if not weight or name not in postings.fields:
+            continue
+        found = postings.scores(name, query_tokens)
+        if found is not None:
+            scores += weight * found
     return scores
-
-
-def bm25_models(fields: dict[str, list[list[str]]]) -> dict:
-    return {name: _bm25(docs) for name, docs in fields.items()}
-
-
-def _bm25(docs: list[list[str]]):
-    import bm25s
-
-    # No empty token enters the vocabulary: bm25s's own "" (create_empty_token) has no row in its
-    # score matrix, so a query holding it crashed get_scores ("maximum token ID ...").
-    model = bm25s.BM25()
-    tokens = [[t for t in doc if t and t != _EMPTY_DOC] for doc in docs]
-    model.index([doc or [_EMPTY_DOC] for doc in tokens], create_empty_token=False, show_progress=False)
-    return model

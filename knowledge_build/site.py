@@ -40,7 +40,10 @@ class Site:
 
     @property
     def default_index_dir(self) -> Path:
-        return self.output_root / "knowledge" / "v1"
+        return self.index_dir(2)
+
+    def index_dir(self, schema: int) -> Path:
+        return self.output_root / "knowledge" / f"v{schema}"
 
 
 def open_site(path: Path, baseurl: str | None = None, exclude=()) -> Site:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .artifacts import CHUNKS
-from .config import Config
+from .artifacts_v2 import CHUNKS as CHUNKS_V2
+from .config import Config, site_index_dir
 from .diagnostics import Diagnostic
 from .errors import KnowledgeBuildError
 from .kinds import is_part_anchor
@@ -44,7 +45,7 @@ def validate_site(config: Config, index_dir: Path | None = None, database_url: s
         indexed = published_chunks(database_url)
         index_dir = Path("database")
     else:
-        index_dir = Path(index_dir or config.index or config.output or extraction.site.default_index_dir)
+        index_dir = Path(index_dir or config.index or config.output or site_index_dir(extraction.site, config))
         try:
             chunks, machine = verify_index(index_dir, embedder)
         except KnowledgeBuildError as exc:
@@ -58,7 +59,7 @@ def validate_site(config: Config, index_dir: Path | None = None, database_url: s
         if is_part_anchor(old["anchor"]):
             continue  # section_links decides: its link may still land
         page = pages.get(old["material"])
-        where = str(page.path) if page else str(index_dir / CHUNKS)
+        where = str(page.path) if page else str(_chunks_file(index_dir))
         diagnostics.append(Diagnostic(
             where, 1, 1, "error", "stale-anchor",
             f"the index links '{old['url']}', but {old['anchor']} is no longer in the HTML: the tutor's link is broken",
@@ -93,7 +94,7 @@ def section_links(indexed: dict, in_html: dict, pages: dict, index_dir: Path) ->
         old, current = indexed[chunk_id], in_html.get(chunk_id)
         page = pages.get(old["material"])
         if page is None:
-            out.append(Diagnostic(str(index_dir / CHUNKS), 1, 1, "error", "stale-anchor",
+            out.append(Diagnostic(str(_chunks_file(index_dir)), 1, 1, "error", "stale-anchor",
                                   f"the index links '{old['url']}', but the page '{old['material']}' is no longer "
                                   "in the site: the tutor's link is broken", f"{REBUILD} and publish it"))
             continue
@@ -132,3 +133,8 @@ def _lands(fragment: str, root, text) -> bool:
     if element_id and not root.xpath("//*[@id=$id]", id=unquote(element_id)):
         return False
     return not directives or fragment_lands(f":~:{directives}", text())
+
+
+def _chunks_file(index_dir: Path) -> Path:
+    """The set's chunks file (v2: knowledge_chunks.jsonl), for locating findings."""
+    return index_dir / (CHUNKS_V2 if (index_dir / CHUNKS_V2).exists() else CHUNKS)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .artifacts import (CHUNKS, CONTENT_FILES, LATEST, LEXICAL, MANIFEST, MAX_MANIFEST_BYTES, SCHEMA_VERSION,
+from .artifacts import (CHUNKS, CONTENT_FILES, LATEST, LEXICAL, MANIFEST, MAX_MANIFEST_BYTES,
                         VECTORS, ArtifactSet, build_id_of, sha256)
 from .errors import (AnalyzerMismatch, ArtifactsNotFound, ArtifactTooLarge, ArtifactUnreadable, BuildIdMismatch,
                      ChecksumMismatch, CountMismatch, DimensionMismatch, EmbedderMismatch, EmbedderUnavailable,
@@ -26,7 +26,9 @@ from .errors import (AnalyzerMismatch, ArtifactsNotFound, ArtifactTooLarge, Arti
 # No real set comes near this (1,000 chunks of 384 dims are 1.5 MB); it bounds what a
 # tampered manifest can make a reader load into memory.
 MAX_FILE_BYTES = 4 << 30
-_FAISS_FLAT_IP = b"IxFI"  # the fourcc FAISS writes for IndexFlatIP
+_FAISS_FLAT_IP = b"IxFI"
+SCHEMA_VERSIONS = (1, 2)
+READABLE = "1 or 2"  # the fourcc FAISS writes for IndexFlatIP
 
 
 @dataclass
@@ -38,6 +40,7 @@ class VerifiedSet:
     lexical: dict
     embedder: object  # None only with require_embedder=False, and then:
     embedder_problem: str | None = None  # why this machine cannot create it (package, API key)
+    opened: object = None  # v2: verify_v2.OpenedV2 (columns, postings, records)
 
     @property
     def build_id(self) -> str:
@@ -45,26 +48,49 @@ class VerifiedSet:
 
 
 def verify_set(path, embedder=None, require_embedder: bool = True, embedder_options: dict | None = None) -> VerifiedSet:
-    """The set at `path` (a v1 directory, or a directory or file `latest.json` that names one),
+    """The set at `path` (a v1 or v2 directory, or a directory or file `latest.json` that names one),
     verified in full. With `embedder=None` the embedder it was built with is created, exactly
     as a search would; a given embedder must match the one recorded.
 
     `require_embedder=False` (validate) records instead of raising when this machine cannot
     create that embedder (a missing package or API key says nothing about the set itself).
-    `embedder_options` (base_url, timeout) reach the embedder created for the set."""
+    `embedder_options` (base_url, timeout) reach the embedder created for the set.
+    A v2 set's `chunks` are decoded in full here; `index` is its FAISS index, `lexical` its postings."""
+    return _verified(path, embedder, require_embedder, embedder_options, full=True)
+
+
+def open_verified(path, embedder=None, embedder_options: dict | None = None, full: bool | None = None) -> VerifiedSet:
+    """What a loader opens: a v1 set verified in full (as it always was); a v2 set with the cheap
+    checks of verify_v2 (in full when `full`, or when None and the set is small), its chunks left
+    on disk (`chunks` is then a ChunkRecords, decoded row by row) and `opened` holding its parts."""
+    return _verified(path, embedder, True, embedder_options, full=full, lazy=True)
+
+
+def _verified(path, embedder, require_embedder: bool, embedder_options: dict | None, full: bool | None,
+              lazy: bool = False) -> VerifiedSet:
     set_dir, latest, named = locate(path)
-    artifacts = read_artifacts(set_dir)
-    if named is not None and named != artifacts.build_id:
-        raise StaleLatest(latest, named, artifacts.build_id)
-    chunks, index, lexical = decode(artifacts, set_dir)
-    _check_analyzer(set_dir, lexical)
+    manifest, raw = _load_manifest(set_dir)
+    if named is not None and named != manifest["build_id"]:
+        raise StaleLatest(latest, named, manifest["build_id"])
+    opened = None
+    if manifest["schema_version"] == 1:
+        artifacts = read_artifacts(set_dir, (manifest, raw))
+        chunks, index, lexical = decode(artifacts, set_dir)
+        _check_analyzer(set_dir, lexical)
+    else:
+        from .verify_v2 import open_set
+
+        opened = open_set(set_dir, manifest, full=full)
+        _check_analyzer_v2(set_dir, manifest)
+        index, lexical = opened.index, opened.postings
+        chunks = opened.chunks if lazy else [opened.chunks.raw(row) for row in range(len(opened.chunks))]
     try:
-        embedder = _embedder_for(set_dir, artifacts.manifest["embedder"], embedder, embedder_options or {})
+        embedder = _embedder_for(set_dir, manifest["embedder"], embedder, embedder_options or {})
     except EmbedderUnavailable as exc:
         if require_embedder:
             raise
-        return VerifiedSet(set_dir, artifacts.manifest, chunks, index, lexical, None, str(exc))
-    return VerifiedSet(set_dir, artifacts.manifest, chunks, index, lexical, embedder)
+        return VerifiedSet(set_dir, manifest, chunks, index, lexical, None, str(exc), opened)
+    return VerifiedSet(set_dir, manifest, chunks, index, lexical, embedder, None, opened)
 
 
 def locate(path) -> tuple[Path, Path | None, str | None]:
@@ -79,8 +105,8 @@ def locate(path) -> tuple[Path, Path | None, str | None]:
     data = _parse_json(_read(latest, latest.parent, LATEST, MAX_MANIFEST_BYTES + 1), latest.parent, LATEST)
     if not isinstance(data, dict) or not isinstance(data.get("path"), str) or not isinstance(data.get("build_id"), str):
         raise ArtifactUnreadable(latest.parent, LATEST, 'expected {"schema_version", "build_id", "path", "manifest"}')
-    if data.get("schema_version") != SCHEMA_VERSION or type(data.get("schema_version")) is not int:
-        raise SchemaVersionMismatch(latest, _clip(data.get("schema_version")), SCHEMA_VERSION)
+    if data.get("schema_version") not in SCHEMA_VERSIONS or type(data.get("schema_version")) is not int:
+        raise SchemaVersionMismatch(latest, _clip(data.get("schema_version")), READABLE)
     base = latest.parent.resolve()
     target = (base / data["path"]).resolve()
     if not target.is_relative_to(base) or target == base:
@@ -99,10 +125,13 @@ def check_latest(set_dir: Path, build_id: str) -> None:
         raise StaleLatest(latest, named, build_id)
 
 
-def read_artifacts(path) -> ArtifactSet:
-    """Read a set whose manifest, sizes, checksums and build id agree (sizes checked before reading)."""
+def read_artifacts(path, loaded: tuple[dict, bytes] | None = None) -> ArtifactSet:
+    """Read a v1 set whose manifest, sizes, checksums and build id agree (sizes checked before reading);
+    of a v2 set, only the manifest (its files are mapped, see verify_v2)."""
     path = Path(path)
-    manifest, raw = _load_manifest(path)
+    manifest, raw = loaded or _load_manifest(path)
+    if manifest["schema_version"] != 1:
+        return ArtifactSet(manifest=manifest, files={MANIFEST: raw})
     entries = manifest["files"]
     computed = build_id_of(entries)
     if computed != manifest["build_id"]:
@@ -226,11 +255,14 @@ def _load_manifest(path: Path) -> tuple[dict, bytes]:
     if not isinstance(manifest, dict):
         raise ManifestInvalid(path, f"a JSON {type(manifest).__name__.replace('NoneType', 'null')}, not an object")
     version = manifest.get("schema_version")
-    if version != SCHEMA_VERSION or type(version) is not int:
-        raise SchemaVersionMismatch(path, _clip(version), SCHEMA_VERSION)
-    problem = schema_problem(manifest, "manifest.schema.json")
+    if version not in SCHEMA_VERSIONS or type(version) is not int:
+        raise SchemaVersionMismatch(path, _clip(version), READABLE)
+    problem = schema_problem(manifest, "manifest.schema.json" if version == 1 else "manifest.v2.schema.json")
     if problem:
         raise ManifestInvalid(path, problem)
+    computed = build_id_of(manifest["files"])
+    if computed != manifest["build_id"]:
+        raise BuildIdMismatch(path, manifest["build_id"], computed)
     return manifest, raw
 
 
@@ -362,6 +394,17 @@ def _check_analyzer(path: Path, lexical: dict) -> None:
     missing = [f for f in FIELDS if f not in lexical["fields"]]
     if missing:
         raise ArtifactUnreadable(path, LEXICAL, f"field(s) {', '.join(missing)} missing")
+
+
+def _check_analyzer_v2(path: Path, manifest: dict) -> None:
+    from .text_ja import ANALYZER, FIELDS
+
+    lexical = manifest["lexical"]
+    if lexical["analyzer"] != ANALYZER:
+        raise AnalyzerMismatch(path, _short(lexical["analyzer"]), ANALYZER)
+    missing = [f for f in FIELDS if f not in lexical["fields"]]
+    if missing:
+        raise ArtifactUnreadable(path, MANIFEST, f"lexical field(s) {', '.join(missing)} missing")
 
 
 def _embedder_for(path: Path, built_with: dict, embedder, options: dict):

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -13,7 +14,8 @@ from knowledge_build import KnowledgeIndex, NoteStore, QueryTooLong, read_artifa
 from knowledge_build.artifacts import decode
 from knowledge_build.cli import main
 from knowledge_build.errors import ContentTooLarge, TooManyChunks
-from knowledge_build.search import MAX_QUERY_CHARS, bm25_models, field_scores
+from knowledge_build.postings import from_token_lists
+from knowledge_build.search import MAX_QUERY_CHARS, field_scores
 from knowledge_build.store import notes as notes_module
 from knowledge_build.text_ja import analyze, pieces
 
@@ -48,7 +50,7 @@ def test_a_run_of_hyphens_is_one_token_and_no_token_is_ever_empty():
 
 
 def test_a_document_without_tokens_matches_no_query_token():
-    models = bm25_models({"lemma": [[], ["x", "y"], ["", "\x00"]]})
+    models = from_token_lists({"lemma": [[], ["x", "y"], ["", "\x00"]]}, np.ones(3, dtype=bool))
     for query in ([""], ["\x00"], ["--"], ["x", ""], ["x", "\x00"]):
         scores = field_scores(models, {"lemma": query}, {"lemma": 1.0}, 3)
         assert scores[0] == 0 and scores[2] == 0, query

@@ -12,8 +12,20 @@ from click.testing import CliRunner
 from knowledge_build import KnowledgeIndex, NoteStore, SearchService
 from knowledge_build.cli import main
 from knowledge_build.ranking import SearchSettings
-from knowledge_build.relevance import CoverageReference, idf, lexical_coverage, relevances
-from knowledge_build.search import bm25_models
+from knowledge_build.postings import from_token_lists
+from knowledge_build.relevance import idf, lexical_coverage, relevances
+
+
+def _postings(docs, reference):
+    return from_token_lists({"lemma": docs}, np.array(reference))
+
+
+def _bm25s(docs):
+    import bm25s
+
+    model = bm25s.BM25()
+    model.index(docs, create_empty_token=False, show_progress=False)
+    return model
 
 from .conftest import FakeEmbedder
 
@@ -50,10 +62,10 @@ def test_min_relevance_from_the_settings_applies_when_the_call_gives_none(fake_i
 
 def test_coverage_is_the_chunks_bm25_over_the_idf_the_query_could_reach_and_unknown_tokens_lower_it():
     docs = [["二次", "方程式", "公式"], ["一次", "関数"], ["円", "面積"]]
-    models, reference = bm25_models({"lemma": docs}), CoverageReference({"lemma": docs}, [True] * 3)
+    reference = _postings(docs, [True] * 3)
     full = lexical_coverage(reference, {"lemma": ["二次", "方程式"]}, [0, 1, 2])
     reachable = 2 * idf(1, 3)
-    assert full[0] == pytest.approx(float(models["lemma"].get_scores(["二次", "方程式"])[0]) / reachable)
+    assert full[0] == pytest.approx(float(_bm25s(docs).get_scores(["二次", "方程式"])[0]) / reachable)
     assert full[1] == full[2] == 0.0
     diluted = lexical_coverage(reference, {"lemma": ["二次", "方程式", "カレー", "玉ねぎ"]}, [0])
     assert diluted[0] == pytest.approx(full[0] * reachable / (reachable + 2 * idf(0, 3)))  # unknown: highest idf
@@ -63,8 +75,8 @@ def test_long_sections_added_to_an_index_leave_a_boxs_coverage_as_it_was():
     boxes = [["二次", "方程式", "公式"], ["一次", "関数"], ["円", "面積"]]
     sections = [["二次", "方程式", "解く", *["説明"] * 60], ["関数", "グラフ", *["例"] * 80]]
     query = {"lemma": ["二次", "方程式", "解く"]}
-    alone = lexical_coverage(CoverageReference({"lemma": boxes}, [True] * 3), query, [0])
-    mixed = CoverageReference({"lemma": boxes + sections}, [True] * 3 + [False] * 2)
+    alone = lexical_coverage(_postings(boxes, [True] * 3), query, [0])
+    mixed = _postings(boxes + sections, [True] * 3 + [False] * 2)
     assert lexical_coverage(mixed, query, [0])[0] == pytest.approx(alone[0])
     # The long section holds every word of the query, but is measured against the boxes' length.
     section, box = lexical_coverage(mixed, query, [3, 0])
@@ -159,9 +171,21 @@ def test_relevance_does_not_depend_on_k(index):
 def test_changing_the_centre_moves_relevance_not_the_ranking(index):
     before = index.search("因数分解", k=5)
     shifted = replace(index.settings, relevance_cosine_centre=0.0)
-    moved = KnowledgeIndex(index.path, index.manifest, index.chunks, index._index, {"fields": {}}, index.embedder,
+    moved = KnowledgeIndex(index.path, index.manifest, index.chunks, index._index, index._postings, index.embedder,
                            shifted)
-    moved._bm25 = index._bm25
     after = moved.search("因数分解", k=5)
     assert [r.id for r in after] == [r.id for r in before]
     assert all(a.relevance >= b.relevance for a, b in zip(after, before))
+
+
+def test_bm25_from_the_postings_equals_bm25s_on_the_same_documents():
+    """The lexical channel computes BM25 at query time from term frequencies; v1 sets were scored by
+    bm25s at index time, so the two must agree (repeated query tokens, empty and long documents)."""
+    from knowledge_build.search import field_scores
+
+    docs = [["二次", "方程式", "公式", "公式"], [], ["一次", "関数", *["例"] * 40], ["円", "面積", "二次"], ["x"] * 3]
+    postings = from_token_lists({"lemma": docs}, np.ones(len(docs), dtype=bool))
+    model = _bm25s([d or ["\x00"] for d in docs])
+    for query in (["二次"], ["公式", "二次", "公式"], ["例", "x", "円"], ["関数"]):
+        ours = field_scores(postings, {"lemma": query}, {"lemma": 1.0}, len(docs))
+        assert ours.tolist() == pytest.approx(model.get_scores(query).tolist(), rel=1e-6), query

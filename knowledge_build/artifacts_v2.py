@@ -1,0 +1,147 @@
+"""Schema 2 of the artifact set: files a loader maps instead of parsing.
+
+Layout of `<site output>/knowledge/v2/`:
+  manifest.json              schema version 2, build id, embedder, dense index, counts, sha256 + size per file
+  knowledge_chunks.jsonl     one chunk per line (compact JSON, sorted by id; the v1 chunk fields)
+  rows.npy                   per chunk: its line's offset and the codes of type, level, material, category
+                             and concept group (index_rows.ROW_DTYPE); columns.json holds what codes stand for
+  columns.json               the values behind the codes (material: [name, page title])
+  vectors.faiss              fp16 vectors in FAISS: IndexScalarQuantizer (exact) or IndexHNSWSQ (approximate)
+  lexical_*.npy, lexical_vocab.bin   the postings (postings.py): sorted vocabulary and its offsets, per token
+                             the rows and term frequencies, per row and field the length, per token the
+                             document frequency among the anchored boxes
+Same input gives byte-identical files: sorted keys, fixed dtypes, an HNSW graph built on one thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .artifacts import MANIFEST, ArtifactSet, build_id_of, dumps, sha256
+from .errors import NonFiniteVectors
+from .index_rows import ROW_DTYPE, Columns, chunk_line
+
+SCHEMA_VERSION = 2
+CHUNKS = "knowledge_chunks.jsonl"
+ROWS = "rows.npy"
+COLUMNS = "columns.json"
+VECTORS = "vectors.faiss"
+LEXICAL_FILES = {"vocab": "lexical_vocab.bin", "offsets": "lexical_vocab_offsets.npy",
+                 "indptr": "lexical_indptr.npy", "rows": "lexical_rows.npy", "tf": "lexical_tf.npy",
+                 "lengths": "lexical_lengths.npy", "df_ref": "lexical_df_ref.npy"}
+CONTENT_FILES = (CHUNKS, ROWS, COLUMNS, VECTORS, *LEXICAL_FILES.values())
+OUR_FILES = frozenset((MANIFEST, *CONTENT_FILES))
+# The dense index: exact up to this many rows, HNSW above (settings dense_index, exact_max_rows).
+EXACT_MAX_ROWS = 50_000
+HNSW_M, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 200, 256
+log = logging.getLogger("knowledge_build.artifacts")
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def dense_kind(rows: int, dense_index: str = "auto", exact_max_rows: int = EXACT_MAX_ROWS) -> str:
+    if dense_index in ("exact", "hnsw"):
+        return dense_index
+    return "hnsw" if rows > exact_max_rows else "exact"
+
+
+def vectors_file(vectors: np.ndarray, kind: str, cache_dir: Path | None = None) -> bytes:
+    """The FAISS index of fp16 vectors: exact, or an HNSW graph over them (built on one thread so the
+    same vectors give the same bytes; kept in `cache_dir` by a digest of the vectors, so a rebuild
+    with unchanged vectors does not build it again)."""
+    import faiss
+
+    dim = vectors.shape[1]
+    if kind == "exact":
+        index = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
+        index.add(vectors)
+        return faiss.serialize_index(index).tobytes()
+    digest = hashlib.sha256(vectors.tobytes() + f"{HNSW_M}/{HNSW_EF_CONSTRUCTION}/{faiss.__version__}".encode()).hexdigest()
+    cached = Path(cache_dir) / "hnsw" / f"{digest}.faiss" if cache_dir is not None else None
+    if cached is not None and cached.is_file():
+        data = cached.read_bytes()
+        if hashlib.sha256(data[:-32]).digest() == data[-32:]:
+            return data[:-32]
+    index = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_fp16, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        index.train(vectors[:1])
+        index.add(vectors)
+    finally:
+        faiss.omp_set_num_threads(threads)
+    data = faiss.serialize_index(index).tobytes()
+    if cached is not None:
+        from .fsutil import atomic_write
+
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(cached, data + hashlib.sha256(data).digest())
+        except OSError as exc:  # the cache only saves time
+            log.warning("could not keep the HNSW index in %s (%s); the next build makes it again", cached, exc)
+    return data
+
+
+def assemble(chunks, vectors: np.ndarray, postings, analyzer: str, embedder_info: dict, site_info: dict,
+             dense_index: str = "auto", exact_max_rows: int = EXACT_MAX_ROWS, cache_dir: Path | None = None,
+             columns: Columns | None = None) -> ArtifactSet:
+    """Every file of a v2 set, in memory. Refuses NaN or infinite vectors (naming the chunk)."""
+    dim = embedder_info["dim"]
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(chunks), dim)
+    bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
+    if bad.size:
+        raise NonFiniteVectors([chunks[int(row)].id for row in bad])
+    columns = columns or Columns.from_chunks(chunks)
+    lines = [chunk_line(c) for c in chunks]
+    rows = np.zeros(len(chunks), dtype=ROW_DTYPE)
+    if lines:
+        rows["offset"][1:] = np.cumsum([len(line) for line in lines[:-1]])
+    for name in ("type", "level", "material", "category"):
+        rows[name] = columns.codes[name]
+    rows["concept"] = columns.concept
+    kind = dense_kind(len(chunks), dense_index, exact_max_rows)
+    files = {CHUNKS: b"".join(lines), ROWS: npy_bytes(rows), COLUMNS: dumps(columns.to_json()),
+             VECTORS: vectors_file(vectors, kind, cache_dir)}
+    files.update(lexical_files(postings))
+    entries = {name: {"sha256": sha256(data), "size": len(data)} for name, data in sorted(files.items())}
+    by_type: dict[str, int] = {}
+    for chunk in chunks:
+        by_type[chunk.type] = by_type.get(chunk.type, 0) + 1
+    dense = {"index": kind, "dtype": "float16"}
+    if kind == "hnsw":
+        dense.update({"m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION, "ef_search": HNSW_EF_SEARCH})
+    manifest = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "knowledge-build", "version": __version__},
+        "build_id": build_id_of(entries),
+        "embedder": embedder_info,
+        "metric": "cosine",
+        "dense": dense,
+        "lexical": {"analyzer": analyzer, "fields": list(postings.fields), "tokens": len(postings),
+                    "postings": int(len(postings.rows))},
+        "counts": {"chunks": len(chunks), "materials": len({c.material for c in chunks}), "by_type": by_type},
+        "files": entries,
+        "site": site_info,
+    }
+    files[MANIFEST] = dumps(manifest)
+    return ArtifactSet(manifest=manifest, files=files)
+
+
+def lexical_files(postings) -> dict[str, bytes]:
+    arrays = {"offsets": np.asarray(postings.offsets, dtype="<i8"), "indptr": np.asarray(postings.indptr, dtype="<i8"),
+              "rows": np.asarray(postings.rows, dtype="<i4"), "tf": np.asarray(postings.tf, dtype="<u2"),
+              "lengths": np.asarray(postings.lengths, dtype="<i4"), "df_ref": np.asarray(postings.df_ref, dtype="<i4")}
+    files = {LEXICAL_FILES[name]: npy_bytes(array) for name, array in arrays.items()}
+    files[LEXICAL_FILES["vocab"]] = bytes(postings.vocab)
+    return files

@@ -1,0 +1,129 @@
+"""What a loader knows about every row without decoding its chunk: the columns filters, kinds and
+concepts read (type, level, material, category, concept group, as small integer codes), and the
+chunk records themselves, decoded only when a row is asked for.
+
+v1 sets build both in memory from `knowledge_chunks.json`; v2 sets keep them in `rows.npy` (one
+structured row per chunk, memory-mapped) with the code tables in `columns.json`, and the chunks in
+`knowledge_chunks.jsonl` (one JSON object per line, sorted by id), found by the offsets in rows.npy.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+
+from .chunks import Chunk
+from .kinds import PART_TYPES
+from .text_ja import concept_key
+
+ROW_DTYPE = np.dtype([("offset", "<u8"), ("type", "u1"), ("level", "u1"), ("material", "<u4"),
+                      ("category", "<u4"), ("concept", "<i4")])
+COLUMN_NAMES = ("type", "level", "material", "category")
+
+
+class Columns:
+    """Per-row codes and the values they stand for; `materials` also carries each page's title."""
+
+    def __init__(self, codes: dict[str, np.ndarray], values: dict[str, list[str]], material_titles: list[str],
+                 concept: np.ndarray):
+        self.codes, self.values, self.material_titles, self.concept = codes, values, material_titles, concept
+        self.size = len(concept)
+        self._index = {name: {v: i for i, v in enumerate(values[name])} for name in COLUMN_NAMES}
+        part_codes = [i for i, t in enumerate(values["type"]) if t in PART_TYPES]
+        self.parts = np.isin(np.asarray(codes["type"]), part_codes) if self.size else np.zeros(0, dtype=bool)
+
+    @classmethod
+    def from_chunks(cls, chunks: Sequence) -> "Columns":
+        values = {name: sorted({getattr(c, name) for c in chunks}) for name in COLUMN_NAMES}
+        index = {name: {v: i for i, v in enumerate(values[name])} for name in COLUMN_NAMES}
+        codes = {name: np.array([index[name][getattr(c, name)] for c in chunks], dtype=np.uint32)
+                 for name in COLUMN_NAMES}
+        titles = {}
+        for chunk in chunks:
+            titles.setdefault(chunk.material, chunk.material_title)
+        return cls(codes, values, [titles[m] for m in values["material"]], concept_groups(chunks))
+
+    def mask(self, name: str, value: str) -> np.ndarray:
+        code = self._index[name].get(value)
+        if code is None:
+            return np.zeros(self.size, dtype=bool)
+        return np.asarray(self.codes[name]) == code
+
+    def allowed(self, filters: dict) -> np.ndarray | None:
+        """Rows that pass every filter given (None: no filter)."""
+        mask = None
+        for name, value in filters.items():
+            if value is not None:
+                found = self.mask(name, value)
+                mask = found if mask is None else mask & found
+        return mask
+
+    def same_concept(self, row: int) -> list[int]:
+        """Other rows whose title names the same concept."""
+        group = int(self.concept[row])
+        if group < 0:
+            return []
+        return [int(r) for r in np.flatnonzero(np.asarray(self.concept) == group) if r != row]
+
+    def to_json(self) -> dict:
+        return {"type": self.values["type"], "level": self.values["level"], "category": self.values["category"],
+                "material": [[m, t] for m, t in zip(self.values["material"], self.material_titles)]}
+
+
+def concept_groups(chunks: Sequence) -> np.ndarray:
+    """Per row, the number of its concept (a title two or more chunks share), or -1."""
+    rows: dict[str, list[int]] = {}
+    for row, chunk in enumerate(chunks):
+        name = concept_key(chunk.title)
+        if name:
+            rows.setdefault(name, []).append(row)
+    concept = np.full(len(chunks), -1, dtype=np.int32)
+    for group, name in enumerate(n for n in sorted(rows) if len(rows[n]) > 1):
+        concept[rows[name]] = group
+    return concept
+
+
+def chunk_line(chunk: Chunk) -> bytes:
+    return (json.dumps(chunk.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n").encode()
+
+
+class ChunkRecords(Sequence):
+    """The chunks of a v2 set, decoded on demand from the mapped `knowledge_chunks.jsonl`."""
+
+    def __init__(self, data, offsets: np.ndarray, decode=Chunk.from_dict):
+        self._data, self._decode = data, decode
+        self._offsets = memoryview(np.ascontiguousarray(np.append(np.asarray(offsets, dtype=np.uint64),
+                                                                  np.uint64(len(data))))).cast("B").cast("Q")
+        self._cached = lru_cache(maxsize=4096)(self._load)
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def raw(self, row: int) -> dict:
+        return json.loads(bytes(self._data[self._offsets[row]:self._offsets[row + 1]]))
+
+    def _load(self, row: int):
+        return self._decode(self.raw(row))
+
+    def __getitem__(self, row):
+        if isinstance(row, slice):
+            return [self[i] for i in range(*row.indices(len(self)))]
+        if row < 0:
+            row += len(self)
+        if not 0 <= row < len(self):
+            raise IndexError(row)
+        return self._cached(row)
+
+    def row_of(self, chunk_id: str) -> int | None:
+        """The row of `chunk_id` by bisection (rows are sorted by id)."""
+        lo, hi = 0, len(self)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self[mid].id < chunk_id:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo if lo < len(self) and self[lo].id == chunk_id else None

@@ -1,0 +1,171 @@
+"""Lexical postings: the BM25 channel and relevance's lexical coverage, from one sparse index.
+
+Per field and token, a posting list: the rows that hold the token (ascending) and how often (tf),
+with each row's length per field. BM25 is computed at query time from them exactly as bm25s's
+Lucene variant computes it at index time (k1 1.5, b 0.75, float32, an empty document counted as
+one token), so a v2 set (whose postings are memory-mapped files) ranks as the v1 set of the same
+build did with bm25s. Relevance's coverage (relevance.py) reads the same postings: the document
+frequency among the anchored boxes is kept per token, and a candidate row's tf is found by a
+binary search in the token's list, so no per-row token lists are needed at query time.
+
+The vocabulary is one sorted list of `field \\x1f token` keys (UTF-8), searched by bisection over
+its offsets; v1 sets build the same structures in memory from `lexical.json` when opened.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import Counter
+
+import numpy as np
+
+K1, B = 1.5, 0.75  # bm25s's defaults (method "lucene")
+EMPTY_DOC = "\x00"  # never a query token; bm25s indexed an empty document as this one token
+SEPARATOR = "\x1f"
+
+
+def key(field: str, token: str) -> bytes:
+    return f"{field}{SEPARATOR}{token}".encode("utf-8")
+
+
+class PostingsBuilder:
+    """Rows are added in order (row i = chunk i); `finish` sorts the vocabulary and the postings."""
+
+    def __init__(self, fields: tuple[str, ...]):
+        self.fields = tuple(fields)
+        self._ids: dict[bytes, int] = {}
+        self._token, self._row, self._tf = array("i"), array("i"), array("H")
+        self._lengths = [array("i") for _ in self.fields]
+        self.rows = 0
+
+    def add(self, tokens_by_field: dict[str, list[str]]) -> None:
+        row = self.rows
+        for slot, name in enumerate(self.fields):
+            tokens = [t for t in tokens_by_field.get(name, ()) if t and t != EMPTY_DOC]
+            self._lengths[slot].append(max(1, len(tokens)))
+            for token, tf in Counter(tokens).items():
+                self._token.append(self._ids.setdefault(key(name, token), len(self._ids)))
+                self._row.append(row)
+                self._tf.append(min(tf, 0xFFFF))
+        self.rows += 1
+
+    def finish(self, reference: np.ndarray) -> "Postings":
+        """The sorted postings; `reference` marks the rows relevance's coverage is measured against."""
+        keys = sorted(self._ids)
+        rank = np.empty(len(keys), dtype=np.int64)
+        rank[np.array([self._ids[k] for k in keys], dtype=np.int64)] = np.arange(len(keys))
+        token = rank[np.frombuffer(self._token, dtype=np.int32)] if len(self._token) else np.zeros(0, np.int64)
+        order = np.argsort(token, kind="stable")  # rows were appended in order: each list stays ascending
+        rows = np.frombuffer(self._row, dtype=np.int32)[order] if len(order) else np.zeros(0, np.int32)
+        tf = np.frombuffer(self._tf, dtype=np.uint16)[order] if len(order) else np.zeros(0, np.uint16)
+        counts = np.bincount(token, minlength=len(keys)) if len(keys) else np.zeros(0, np.int64)
+        indptr = np.zeros(len(keys) + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        df_ref = np.bincount(token, weights=reference[np.frombuffer(self._row, dtype=np.int32)], minlength=len(keys)) \
+            if len(keys) else np.zeros(0)
+        offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+        np.cumsum([len(k) for k in keys], out=offsets[1:])
+        lengths = np.array([np.frombuffer(a, dtype=np.int32) if len(a) else np.zeros(0, np.int32)
+                            for a in self._lengths], dtype=np.int32).reshape(len(self.fields), self.rows)
+        return Postings(self.fields, b"".join(keys), offsets, indptr, rows, tf, lengths,
+                        df_ref.astype(np.int32), reference)
+
+
+def from_token_lists(fields: dict[str, list[list[str]]], reference: np.ndarray) -> "Postings":
+    """The postings of a v1 set's `lexical.json` fields (row i = chunk i)."""
+    names = tuple(fields)
+    builder = PostingsBuilder(names)
+    rows = len(next(iter(fields.values()))) if fields else 0
+    for row in range(rows):
+        builder.add({name: fields[name][row] for name in names})
+    return builder.finish(reference)
+
+
+class Postings:
+    """The sparse index, in memory or memory-mapped (the arrays may be np.memmap)."""
+
+    def __init__(self, fields, vocab: bytes, offsets, indptr, rows, tf, lengths, df_ref, reference):
+        self.fields = tuple(fields)
+        self.vocab, self.offsets, self.indptr = vocab, offsets, indptr
+        self.rows, self.tf, self.lengths, self.df_ref = rows, tf, lengths, df_ref
+        self.size = int(lengths.shape[1]) if lengths.ndim == 2 else 0
+        reference = np.asarray(reference, dtype=bool)
+        self.reference = reference if reference.any() else np.ones(self.size, dtype=bool)
+        self.n_reference = int(self.reference.sum())
+        self._offsets = memoryview(np.ascontiguousarray(offsets, dtype=np.int64)).cast("B").cast("q")
+        self._norm: dict[str, np.ndarray] = {}
+        self._ref_mean: dict[str, float] = {}
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1 if len(self._offsets) else 0
+
+    def token_id(self, field: str, token: str) -> int:
+        """The token's position in the sorted vocabulary, or -1."""
+        wanted, lo, hi = key(field, token), 0, len(self)
+        vocab, offsets = self.vocab, self._offsets
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if vocab[offsets[mid]:offsets[mid + 1]] < wanted:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo if lo < len(self) and vocab[offsets[lo]:offsets[lo + 1]] == wanted else -1
+
+    def _slot(self, field: str) -> int:
+        return self.fields.index(field)
+
+    def norm(self, field: str) -> np.ndarray:
+        """Per row, bm25s's length normalisation k1 * (1 - b + b * len / mean len), as float32."""
+        if field not in self._norm:
+            lengths = np.asarray(self.lengths[self._slot(field)], dtype=np.float64)
+            mean = float(lengths.sum()) / max(1, self.size)
+            self._norm[field] = (K1 * ((1 - B) + B * lengths / mean)).astype(np.float32)
+        return self._norm[field]
+
+    def idf(self, df: int) -> np.float32:
+        return np.float32(math.log(1 + (self.size - df + 0.5) / (df + 0.5)))
+
+    def scores(self, field: str, tokens: list[str]) -> np.ndarray | None:
+        """BM25 of every row for the query's tokens in this field (a repeated token counts again, as
+        in bm25s); None when no token is in the vocabulary."""
+        ids = [self.token_id(field, t) for t in tokens if t and t != EMPTY_DOC]
+        ids = [i for i in ids if i >= 0]
+        if not ids:
+            return None
+        norm = self.norm(field)
+        scores = np.zeros(self.size, dtype=np.float32)
+        for token in ids:
+            start, end = int(self.indptr[token]), int(self.indptr[token + 1])
+            rows = np.asarray(self.rows[start:end])
+            tf = np.asarray(self.tf[start:end], dtype=np.float32)
+            scores[rows] += self.idf(end - start) * (tf / (norm[rows] + tf))
+        return scores
+
+    # -- coverage (relevance.py) -------------------------------------------------------------
+
+    def reference_mean_length(self, field: str) -> float:
+        if field not in self._ref_mean:
+            lengths = np.asarray(self.lengths[self._slot(field)])
+            self._ref_mean[field] = float(lengths[self.reference].sum()) / max(1, self.n_reference)
+        return self._ref_mean[field]
+
+    def reference_df(self, field: str, token: str) -> int:
+        found = self.token_id(field, token)
+        return int(self.df_ref[found]) if found >= 0 else 0
+
+    def term_frequencies(self, field: str, token: str, rows: np.ndarray) -> np.ndarray:
+        """tf of the token in each of `rows` (0 where absent)."""
+        found = self.token_id(field, token) if token and token != EMPTY_DOC else -1
+        out = np.zeros(len(rows), dtype=np.float64)
+        if found < 0 or not len(rows):
+            return out
+        start, end = int(self.indptr[found]), int(self.indptr[found + 1])
+        holding = np.asarray(self.rows[start:end])
+        at = np.searchsorted(holding, rows)
+        hit = (at < len(holding)) & (holding[np.minimum(at, len(holding) - 1)] == rows)
+        out[hit] = np.asarray(self.tf[start:end])[at[hit]]
+        return out
+
+    def row_length(self, field: str, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(self.lengths[self._slot(field)])[rows].astype(np.float64)
