@@ -93,8 +93,8 @@ def chunk_line(chunk: Chunk) -> bytes:
 class ChunkRecords(Sequence):
     """The chunks of a v2 set, decoded on demand from the mapped `knowledge_chunks.jsonl`."""
 
-    def __init__(self, data, offsets: np.ndarray, decode=Chunk.from_dict):
-        self._data, self._decode = data, decode
+    def __init__(self, data, offsets: np.ndarray, decode=Chunk.from_dict, path=""):
+        self._data, self._decode, self.path = data, decode, path
         self._offsets = memoryview(np.ascontiguousarray(np.append(np.asarray(offsets, dtype=np.uint64),
                                                                   np.uint64(len(data))))).cast("B").cast("Q")
         self._cached = lru_cache(maxsize=4096)(self._load)
@@ -103,10 +103,26 @@ class ChunkRecords(Sequence):
         return len(self._offsets) - 1
 
     def raw(self, row: int) -> dict:
-        return json.loads(bytes(self._data[self._offsets[row]:self._offsets[row + 1]]))
+        """The chunk's JSON; ArtifactUnreadable when the line is damaged (an open that did not read
+        every byte trusts the file's size, see verify_v2.py)."""
+        from .errors import ArtifactUnreadable
+
+        try:
+            data = json.loads(bytes(self._data[self._offsets[row]:self._offsets[row + 1]]))
+        except (ValueError, RecursionError) as exc:
+            raise ArtifactUnreadable(self.path, "knowledge_chunks.jsonl",
+                                     f"line {row + 1} is damaged ({str(exc)[:60]}); 'knowledge-build validate' checks the whole set") from exc
+        if not isinstance(data, dict):
+            raise ArtifactUnreadable(self.path, "knowledge_chunks.jsonl", f"line {row + 1} is not a chunk")
+        return data
 
     def _load(self, row: int):
-        return self._decode(self.raw(row))
+        from .errors import ArtifactUnreadable
+
+        try:
+            return self._decode(self.raw(row))
+        except TypeError as exc:
+            raise ArtifactUnreadable(self.path, "knowledge_chunks.jsonl", f"line {row + 1} is not a chunk") from exc
 
     def __getitem__(self, row):
         if isinstance(row, slice):

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .artifacts import ArtifactSet, assemble, check_output_dir, write_artifacts, write_latest
+from .artifacts import MANIFEST, ArtifactSet, assemble, check_output_dir, write_artifacts, write_latest
 from .artifacts_v2 import assemble as assemble_v2
+from .build_memo import inputs_digest, kept_chunks, recall, remember
 from .chunks import Chunk, make_chunks, retrieval_content
 from .config import Config, generated_learns_path
 from .diagnostics import Diagnostic, has_errors
@@ -108,12 +109,21 @@ def lexical_postings(chunks: list[Chunk], cache: TokenCache | None = None, batch
 def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
     """Build and write the artifact set. Raises BuildFailed (writing nothing) on site errors."""
     started = time.perf_counter()
+    if config.site is None:
+        raise ConfigError("no site given. Provide a --site flag, a KB_SITE environment variable, "
+                          "or a 'site' key in knowledge.yml.")
+    site = open_site(config.site, baseurl=config.baseurl, exclude=config.exclude)
+    output = check_output_dir(config.output or site.index_dir(config.artifact_schema))  # refuse before embedding
+    digest = inputs_digest(config, site, find_pages(site), describe(embedder) if embedder is not None else None,
+                           generated_learns_path(config, site))
+    kept = recall(Path(config.cache_dir), output, digest)
+    if kept is not None:
+        return _kept(output, *kept, started)
     with TokenCache(Path(config.cache_dir) / TOKENS_FILE) as token_cache:
         extraction = extract(config, slugs=token_cache)
     if has_errors(extraction.diagnostics):
         raise BuildFailed(extraction.diagnostics)
     chunks = extraction.chunks
-    output = check_output_dir(config.output or extraction.site.index_dir(config.artifact_schema))  # refuse before embedding
     embedder = embedder or get_embedder(config.embedder, model=config.embedding_model,
                                         dimensions=config.embedding_dimensions, base_url=config.base_url,
                                         batch_size=config.batch_size, timeout=config.embedding_timeout)
@@ -130,7 +140,20 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
                                     config.dense_index, config.exact_max_rows, Path(config.cache_dir))
     write_artifacts(artifacts, output)  # ArtifactWriteFailed (previous set untouched) on any OS error
     write_latest(output, artifacts)
+    remember(Path(config.cache_dir), output, digest, artifacts.build_id, extraction.diagnostics)
     return BuildResult(output, artifacts, chunks, extraction.diagnostics, stats,
+                       time.perf_counter() - started)
+
+
+def _kept(output: Path, build_id: str, diagnostics: list[Diagnostic], started: float) -> BuildResult:
+    """The result of a build whose inputs are those of the set in `output` (build_memo.py)."""
+    from .verify import _load_manifest
+
+    manifest, raw = _load_manifest(output)
+    artifacts = ArtifactSet(manifest=manifest, files={MANIFEST: raw})
+    write_latest(output, artifacts)  # repairs a latest.json a killed build left naming another set
+    chunks = kept_chunks(output, manifest)
+    return BuildResult(output, artifacts, chunks, diagnostics, EmbedStats(len(chunks), len(chunks), 0),
                        time.perf_counter() - started)
 
 

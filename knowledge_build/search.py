@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .chunks import Chunk
-from .errors import ChunkNotFound, KnowledgeBuildError, QueryEmbeddingFailed, QueryTooLong
+from .errors import ArtifactUnreadable, ChunkNotFound, KnowledgeBuildError, QueryEmbeddingFailed, QueryTooLong
 from .filters import FilterVocabulary
 from .index_rows import ChunkRecords, Columns
 from .postings import Postings, from_token_lists
@@ -276,7 +276,11 @@ class KnowledgeIndex:
         already analysed)."""
         settings = self.settings
         fields = self._query_fields(query) if fields is None else fields
-        scores = field_scores(self._postings, fields, settings.field_weights, len(self.chunks))
+        try:
+            scores = field_scores(self._postings, fields, settings.field_weights, len(self.chunks))
+        except IndexError as exc:  # a v2 file changed in place after a cheap open (verify_v2.py)
+            raise ArtifactUnreadable(self.path, "lexical_rows.npy", "a posting points past the last chunk; "
+                                     "'knowledge-build validate' checks the whole set") from exc
         found: dict[int, float] = {}
         for group in self._kind_groups(allowed):
             within = scores if group is None else np.where(group, scores, 0.0)

@@ -65,7 +65,7 @@ def open_set(path: Path, manifest: dict, full: bool | None = None) -> OpenedV2:
     if n and (int(rows["offset"][0]) != 0 or np.any(np.diff(rows["offset"].astype(np.int64)) <= 0)
               or int(rows["offset"][-1]) >= len(data)):
         raise ArtifactUnreadable(path, ROWS, "chunk offsets do not ascend within knowledge_chunks.jsonl")
-    chunks = ChunkRecords(data, rows["offset"])
+    chunks = ChunkRecords(data, rows["offset"], path=path)
     arrays = {
         "offsets": _array(path, LEXICAL_FILES["offsets"], np.dtype("<i8"), (tokens + 1,)),
         "indptr": _array(path, LEXICAL_FILES["indptr"], np.dtype("<i8"), (tokens + 1,)),

@@ -1,0 +1,216 @@
+"""Schema 2 artifact sets: layout, determinism, v1 still readable, HNSW, checks on open, no-change rebuilds."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import knowledge_build as kb
+from knowledge_build import verify_v2
+from knowledge_build.artifacts_v2 import CONTENT_FILES
+from knowledge_build.cli import main
+from knowledge_build.errors import ArtifactError, ArtifactUnreadable, ChecksumMismatch, SchemaVersionMismatch
+from tests.conftest import FakeEmbedder
+
+QUERIES = ("二次方程式を公式で解きたい", "たすきがけ", "判別式", "一次関数の傾き", "平方根")
+
+
+def _build(site, tmp_path, name="out", **settings):
+    config = kb.load_config(site=site, output=tmp_path / name / "v2" if "artifact_schema" not in settings
+                            else tmp_path / name / f"v{settings['artifact_schema']}",
+                            cache_dir=tmp_path / f"cache-{name}", env={}, **settings)
+    return kb.build(config, embedder=FakeEmbedder())
+
+
+def _ids(index, query, k=5):
+    return [r.id for r in index.search(query, k=k)]
+
+
+def test_a_build_writes_schema_2_beside_latest_json_which_names_it(site_dir):
+    result = kb.build(kb.load_config(site=site_dir, env={}), embedder=FakeEmbedder())
+    assert result.output == (site_dir / "_site" / "knowledge" / "v2").resolve()
+    assert sorted(p.name for p in result.output.iterdir()) == sorted(("manifest.json", *CONTENT_FILES))
+    latest = json.loads((result.output.parent / "latest.json").read_text())
+    assert latest == {"schema_version": 2, "build_id": result.artifacts.build_id, "path": "v2/",
+                      "manifest": "v2/manifest.json"}
+    lines = (result.output / "knowledge_chunks.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["id"] for line in lines] == sorted(c.id for c in result.chunks)
+
+
+@pytest.mark.parametrize("dense_index", ["exact", "hnsw"])
+def test_the_same_input_gives_byte_identical_v2_files(site_dir, tmp_path, dense_index):
+    first = _build(site_dir, tmp_path, "a", dense_index=dense_index).output
+    second = _build(site_dir, tmp_path, "b", dense_index=dense_index).output
+    for name in ("manifest.json", *CONTENT_FILES):
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+
+
+def test_a_v1_set_stays_readable_and_answers_as_the_v2_set_of_the_same_site(site_dir, tmp_path):
+    v1 = kb.KnowledgeIndex.open(_build(site_dir, tmp_path, "one", artifact_schema=1).output, embedder=FakeEmbedder())
+    v2 = kb.KnowledgeIndex.open(_build(site_dir, tmp_path, "two").output, embedder=FakeEmbedder())
+    assert v1.manifest["schema_version"] == 1 and v2.manifest["schema_version"] == 2
+    for query in QUERIES:
+        assert _ids(v1, query, 3) == _ids(v2, query, 3), query
+    assert v2.get("因数分解#method-tasukigake").title == v1.get("因数分解#method-tasukigake").title
+
+
+def test_an_hnsw_set_answers_as_the_exact_set_on_a_small_site(site_dir, tmp_path):
+    exact = kb.KnowledgeIndex.open(_build(site_dir, tmp_path, "exact").output, embedder=FakeEmbedder())
+    hnsw = kb.KnowledgeIndex.open(_build(site_dir, tmp_path, "hnsw", dense_index="hnsw").output,
+                                  embedder=FakeEmbedder())
+    assert hnsw.manifest["dense"]["index"] == "hnsw" and exact.manifest["dense"]["index"] == "exact"
+    for query in QUERIES:
+        assert _ids(hnsw, query) == _ids(exact, query), query
+    assert _ids(hnsw, "二次方程式", 3) == _ids(exact, "二次方程式", 3)
+    assert [r.id for r in hnsw.search("解き方", type="method")] == [r.id for r in exact.search("解き方", type="method")]
+
+
+def test_search_follows_latest_json_to_the_v2_set(site_dir, fake_open):
+    kb.build(kb.load_config(site=site_dir, env={}), embedder=FakeEmbedder())
+    result = CliRunner().invoke(main, ["search", "たすきがけ", "--index", str(site_dir / "_site" / "knowledge"),
+                                       "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["results"][0]["id"] == "因数分解#method-tasukigake"
+
+
+@pytest.fixture
+def built(site_dir, tmp_path):
+    return _build(site_dir, tmp_path).output
+
+
+def _flip(path, offset=-5):
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def test_a_truncated_file_is_refused_on_every_open(built):
+    path = built / "lexical_rows.npy"
+    path.write_bytes(path.read_bytes()[:-4])
+    with pytest.raises(ChecksumMismatch, match="lexical_rows.npy"):
+        kb.KnowledgeIndex.open(built, embedder=FakeEmbedder(), verify=False)
+
+
+def test_a_changed_byte_is_refused_on_open_of_a_small_set_and_by_validate_of_a_large_one(built, site_dir, monkeypatch):
+    _flip(built / "knowledge_chunks.jsonl", 20)
+    with pytest.raises(ChecksumMismatch, match="sha256"):
+        kb.KnowledgeIndex.open(built, embedder=FakeEmbedder())
+    monkeypatch.setattr(verify_v2, "FULL_CHECK_BYTES", 0)  # as if the set were large: sizes and headers only
+    kb.KnowledgeIndex.open(built, embedder=FakeEmbedder())
+    with pytest.raises(ChecksumMismatch, match="sha256"):
+        kb.KnowledgeIndex.open(built, embedder=FakeEmbedder(), verify=True)
+    result = CliRunner().invoke(main, ["validate", "--site", str(site_dir), "--index", str(built)])
+    assert result.exit_code == 1 and "sha256" in result.output
+
+
+@pytest.mark.parametrize("name, payload, expected", [
+    ("rows.npy", lambda a: np.zeros(len(a), dtype=np.int64), "rows.npy"),
+    ("lexical_tf.npy", lambda a: a.astype(np.float32), "lexical_tf.npy"),
+    ("lexical_lengths.npy", lambda a: a[:, :-1], "lexical_lengths.npy"),
+])
+def test_an_array_of_another_type_or_shape_is_refused_before_it_is_read(built, name, payload, expected):
+    array = np.load(built / name, allow_pickle=False)
+    np.save(built / name, payload(array), allow_pickle=False)
+    _restamp(built, name)
+    with pytest.raises(ArtifactUnreadable, match=expected):
+        kb.KnowledgeIndex.open(built, embedder=FakeEmbedder(), verify=False)
+
+
+def _restamp(directory, name):
+    """Record a replaced file's size and sha256 in the manifest (and the build id), as a tampering
+    build would, so that only the content checks can refuse it."""
+    from knowledge_build.artifacts import build_id_of, dumps, sha256
+
+    manifest = json.loads((directory / "manifest.json").read_text())
+    data = (directory / name).read_bytes()
+    manifest["files"][name] = {"sha256": sha256(data), "size": len(data)}
+    manifest["build_id"] = build_id_of(manifest["files"])
+    (directory / "manifest.json").write_bytes(dumps(manifest))
+
+
+def test_a_posting_past_the_last_chunk_is_refused_by_a_full_check_and_answered_with_one_error(built, monkeypatch):
+    rows = np.load(built / "lexical_rows.npy", allow_pickle=False)
+    rows[:] = 10 ** 6
+    np.save(built / "lexical_rows.npy", rows, allow_pickle=False)
+    _restamp(built, "lexical_rows.npy")
+    with pytest.raises(ArtifactUnreadable, match="outside"):
+        kb.KnowledgeIndex.open(built, embedder=FakeEmbedder())
+    monkeypatch.setattr(verify_v2, "FULL_CHECK_BYTES", 0)
+    index = kb.KnowledgeIndex.open(built, embedder=FakeEmbedder())
+    with pytest.raises(ArtifactUnreadable, match="validate"):
+        index.search("二次方程式", mode="lexical")
+
+
+def test_a_damaged_chunk_line_is_one_error_naming_validate(built, monkeypatch):
+    monkeypatch.setattr(verify_v2, "FULL_CHECK_BYTES", 0)
+    path = built / "knowledge_chunks.jsonl"
+    data = path.read_bytes()
+    path.write_bytes(b"#" + data[1:])
+    index = kb.KnowledgeIndex.open(built, embedder=FakeEmbedder())
+    with pytest.raises(ArtifactUnreadable, match="line 1 is damaged"):
+        index.chunks[0]
+
+
+def test_a_schema_this_version_cannot_read_names_the_versions_it_reads(built):
+    from knowledge_build.artifacts import dumps
+
+    manifest = json.loads((built / "manifest.json").read_text())
+    manifest["schema_version"] = 3
+    (built / "manifest.json").write_bytes(dumps(manifest))
+    with pytest.raises(SchemaVersionMismatch, match="reads schema_version 1 or 2"):
+        kb.KnowledgeIndex.open(built, embedder=FakeEmbedder())
+
+
+def test_a_no_change_rebuild_keeps_the_set_embeds_nothing_and_reports_the_diagnostics_again(site_dir, tmp_path):
+    config = kb.load_config(site=site_dir, cache_dir=tmp_path / "cache", env={})
+    embedder = FakeEmbedder()
+    first = kb.build(config, embedder=embedder)
+    calls = embedder.calls
+    second = kb.build(config, embedder=embedder)
+    assert second.artifacts.build_id == first.artifacts.build_id and embedder.calls == calls
+    assert second.embed_stats.embedded == 0 and len(second.chunks) == len(first.chunks)
+    assert [d.format() for d in second.diagnostics] == [d.format() for d in first.diagnostics]
+    assert any(d.rule == "sections-need-render" for d in second.diagnostics)  # site/index.html uses Liquid
+    assert second.chunks[0].id == first.chunks[0].id
+
+
+def test_a_rebuild_after_a_change_or_with_a_damaged_set_builds_in_full(site_dir, tmp_path):
+    config = kb.load_config(site=site_dir, cache_dir=tmp_path / "cache", env={})
+    first = kb.build(config, embedder=FakeEmbedder())
+    page = site_dir / "junior" / "一次関数.html"
+    page.write_text(page.read_text(encoding="utf-8").replace("傾き", "かたむき"), encoding="utf-8")
+    changed = kb.build(config, embedder=FakeEmbedder())
+    assert changed.artifacts.build_id != first.artifacts.build_id
+    rows = changed.output / "lexical_rows.npy"
+    rows.write_bytes(rows.read_bytes()[:-4])
+    repaired = kb.build(config, embedder=FakeEmbedder())
+    assert repaired.artifacts.build_id == changed.artifacts.build_id
+    kb.KnowledgeIndex.open(repaired.output, embedder=FakeEmbedder(), verify=True)
+
+
+def test_a_site_built_before_v2_is_read_from_knowledge_v1_by_default(site_dir, fake_open):
+    kb.build(kb.load_config(site=site_dir, artifact_schema=1, env={}), embedder=FakeEmbedder())
+    assert not (site_dir / "_site" / "knowledge" / "v2").exists()
+    result = CliRunner().invoke(main, ["search", "たすきがけ", "--site", str(site_dir), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["results"][0]["id"] == "因数分解#method-tasukigake"
+
+
+def test_a_bad_schema_or_dense_index_setting_is_one_line(site_dir):
+    for flags, expected in (({"artifact_schema": 3}, "artifact_schema must be 1 or 2"),
+                            ({"dense_index": "ivf"}, "dense_index must be one of auto, exact, hnsw")):
+        with pytest.raises(kb.KnowledgeBuildError, match=expected):
+            kb.load_config(site=site_dir, env={}, **flags)
+
+
+def test_a_set_copied_elsewhere_opens_there(built, tmp_path):
+    target = tmp_path / "elsewhere" / "v2"
+    shutil.copytree(built, target)
+    index = kb.KnowledgeIndex.open(target, embedder=FakeEmbedder(), verify=True)
+    assert _ids(index, "たすきがけ", 1) == ["因数分解#method-tasukigake"]
+    with pytest.raises(ArtifactError):
+        kb.KnowledgeIndex.open(tmp_path / "nowhere", embedder=FakeEmbedder())
