@@ -1,4 +1,5 @@
-"""Artifacts: golden chunks file, byte-identical rebuilds, schemas, and refusal of tampered sets."""
+"""Schema 1 artifacts (`artifact_schema: 1`, still written and read): golden chunks file, byte-identical
+rebuilds, schemas, and refusal of tampered sets. Schema 2: test_artifacts_v2.py."""
 
 import json
 from importlib import resources
@@ -17,7 +18,8 @@ from .conftest import FakeEmbedder
 
 @pytest.fixture
 def built(site_dir, fake_embedder):
-    return build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}),
+    return build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache"),
+                                                 "KB_ARTIFACT_SCHEMA": "1"}),
                  embedder=fake_embedder)
 
 
@@ -34,7 +36,8 @@ def test_artifacts_land_in_the_site_output_knowledge_v1(built, site_dir):
 
 def test_second_build_is_byte_identical(built, site_dir):
     first = {p.name: p.read_bytes() for p in built.output.iterdir()}
-    again = build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "other-cache")}),
+    again = build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "other-cache"),
+                                                "KB_ARTIFACT_SCHEMA": "1"}),
                   embedder=FakeEmbedder())
     assert {p.name: p.read_bytes() for p in again.output.iterdir()} == first
 
@@ -119,7 +122,7 @@ def test_a_failed_build_leaves_the_previous_set_untouched(built, site_dir):
     page = site_dir / "junior" / "一次方程式.html"
     page.write_text(page.read_text(encoding="utf-8").replace("移項</strong>", "移項の規則</strong>"), encoding="utf-8")
     with pytest.raises(RuntimeError, match="model crashed"):
-        build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}), embedder=Exploding())
+        build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache"), "KB_ARTIFACT_SCHEMA": "1"}), embedder=Exploding())
     assert {p.name: p.read_bytes() for p in built.output.iterdir()} == before
     assert sorted(p.name for p in built.output.parent.iterdir()) == ["latest.json", "v1"]
 

@@ -28,7 +28,8 @@ GIB = 1 << 30
 
 
 def _config(site_dir, **flags):
-    return load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}, **flags)
+    return load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache"), "KB_ARTIFACT_SCHEMA": "1"},
+                       **flags)
 
 
 @pytest.fixture
@@ -154,7 +155,7 @@ def test_a_manifest_missing_a_key_is_refused(built, key):
     (lambda m: m["counts"]["by_type"].update(glossary=1), CountMismatch, r"\(type 'glossary'\) holds 0 entries"),
     (lambda m: m.update(build_id="0123456789abcdef"), BuildIdMismatch, "build_id is '0123456789abcdef'"),
     (lambda m: m.update(metric="dot"), ManifestInvalid, "metric: 'cosine' was expected"),
-    (lambda m: m.update(schema_version=2), SchemaVersionMismatch, "schema_version 2; this version"),
+    (lambda m: m.update(schema_version=3), SchemaVersionMismatch, "schema_version 3; this version of knowledge-build reads schema_version 1 or 2"),
     (lambda m: m.update(schema_version=True), SchemaVersionMismatch, "schema_version True"),
     (lambda m: m.update(schema_version="1"), SchemaVersionMismatch, "schema_version '1'"),
     (lambda m: m["embedder"].update(dim=64.0), ManifestInvalid, "embedder/dim: 64.0 is not of type 'integer'"),

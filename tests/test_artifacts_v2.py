@@ -214,3 +214,19 @@ def test_a_set_copied_elsewhere_opens_there(built, tmp_path):
     assert _ids(index, "たすきがけ", 1) == ["因数分解#method-tasukigake"]
     with pytest.raises(ArtifactError):
         kb.KnowledgeIndex.open(tmp_path / "nowhere", embedder=FakeEmbedder())
+
+
+def test_v2_chunks_are_the_v1_chunks_and_both_files_match_the_shipped_schemas(site_dir, tmp_path):
+    from importlib import resources
+
+    import jsonschema
+
+    v1 = _build(site_dir, tmp_path, "one", artifact_schema=1).output
+    v2 = _build(site_dir, tmp_path, "two").output
+    lines = [json.loads(line) for line in (v2 / "knowledge_chunks.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert lines == json.loads((v1 / "knowledge_chunks.json").read_text(encoding="utf-8"))
+    schemas = resources.files("knowledge_build.schemas")
+    manifest = json.loads(schemas.joinpath("manifest.v2.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(json.loads((v2 / "manifest.json").read_text(encoding="utf-8")), manifest)
+    chunks = json.loads(schemas.joinpath("knowledge_chunks.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(lines, chunks)
