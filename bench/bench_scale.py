@@ -101,7 +101,7 @@ def generate_site(corpus: Path, target: Path, chunks_wanted: int) -> None:
             if replica:
                 text = _retitle(text, f" 第{replica}版")
                 if source.stem in learns:
-                    copies[stem] = learns[source.stem]
+                    copies[stem] = json.loads(json.dumps(learns[source.stem]))  # no YAML aliases
             out = target / Path(rel).parent / f"{stem}.html"
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(text, encoding="utf-8")
@@ -193,7 +193,7 @@ def measure(corpus: Path, size: int, work: Path, queries: list[str], opens: int,
         answer = _child("_open", str(output), json.dumps(queries), str(rounds if i == 0 else 0))
         colds.append(answer["first_answer"] - started)
         answers.append(answer)
-    return {"chunks": first["chunks"], "build_s": first["seconds"], "rebuild_s": rebuild["seconds"],
+    return {"chunks": first["chunks"], "build_s": first["seconds"], "build_embedded": first["embedded"], "rebuild_s": rebuild["seconds"],
             "rebuild_embedded": rebuild["embedded"], "build_peak_mb": max(first["peak_mb"], rebuild["peak_mb"]),
             "open_s": statistics.median(colds), "loader_rss_mb": statistics.median(a["rss_mb"] for a in answers),
             "hybrid_ms": answers[0]["hybrid_p50_ms"], "dense_ms": answers[0]["dense_p50_ms"],
@@ -226,7 +226,7 @@ def main() -> None:
             r = measure(args.corpus, size, work, queries, args.opens, args.rounds)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        print(f"| {r['chunks']:,} | {r['build_s']:.1f} s | {r['rebuild_s']:.1f} s ({r['rebuild_embedded']} embedded) "
+        print(f"| {r['chunks']:,} | {r['build_s']:.1f} s ({r['build_embedded']} unique) | {r['rebuild_s']:.1f} s ({r['rebuild_embedded']} embedded) "
               f"| {r['build_peak_mb']:.0f} MB | {r['open_s']:.2f} s | {r['loader_rss_mb']:.0f} MB "
               f"| {r['hybrid_ms']:.1f} ms | {r['dense_ms']:.1f} ms | {r['artifacts_mb']:.0f} MB ({r['largest']}) |",
               flush=True)
