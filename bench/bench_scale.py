@@ -306,7 +306,8 @@ def dense_recall(set_dir: Path, queries: list[str], ef_search: int | None, loade
     import faiss
     import numpy as np
 
-    index = faiss.downcast_index(faiss.read_index(str(set_dir / "vectors.faiss")))
+    stored_index = faiss.read_index(str(set_dir / "vectors.faiss"))
+    index = faiss.downcast_index(stored_index)  # a view: stored_index owns the C++ object, keep it alive
     info = {"index": type(index).__name__, "rows": int(index.ntotal)}
     hnsw = getattr(index, "hnsw", None)
     if hnsw is None:
@@ -334,7 +335,8 @@ def _queries(path: Path) -> list[str]:
     return [json.loads(line)["query"] for line in lines if line.strip()] or FALLBACK_QUERIES
 
 
-def run_size(size: int, schemas: list[int], args, queries: list[str]) -> list[dict]:
+def run_size(size: int, schemas: list[int], args, queries: list[str], show=None) -> list[dict]:
+    """Measures one size for each schema; `show(row)` gives a line printed as soon as a row is done."""
     work = Path(tempfile.mkdtemp(prefix=f"kb-bench-scale-{size}-", dir=args.work))
     try:
         log(f"{size:,}: generating the synthetic site in {work}")
@@ -344,31 +346,41 @@ def run_size(size: int, schemas: list[int], args, queries: list[str]) -> list[di
             row = measure(work / "site", work, size, schema, args, queries)
             row["dense"] = dense_recall(Path(row["set_dir"]), queries + chunk_queries, args.ef_search,
                                         row["loader_ef_search"])
+            if args.work is None:
+                del row["set_dir"]  # removed below
             rows.append(row)
+            if show:
+                print(show(row), flush=True)
         return rows
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def print_table(rows: list[dict]) -> None:
-    print("| chunks | schema | build (model excluded) | no-change rebuild | build peak RSS | loader cold open "
-          "| loader RSS | hybrid query p50 | dense p50 | artifacts | dense index |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['chunks']:,} | v{r['schema']} | {r['build_s']:.1f} s (+{r['build_embed_s']:.2f} s embedder; "
-              f"{r['build_embedded']:,} unique) | {r['rebuild_s']:.1f} s ({r['rebuild_embedded']} embedded) "
-              f"| {r['build_peak_mb']:.0f} MB | {r['open_s']:.2f} s | {r['loader_rss_mb']:.0f} MB "
-              f"| {r['hybrid_ms']:.1f} ms | {r['dense_ms']:.1f} ms | {r['artifacts_mb']:.0f} MB ({r['largest']}) "
-              f"| {r['dense']['index']} |")
+TABLE_HEAD = ("| chunks | schema | build (model excluded) | no-change rebuild | build peak RSS | loader cold open "
+              "| loader RSS | hybrid query p50 | dense p50 | artifacts | dense index |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def table_row(r: dict) -> str:
+    return (f"| {r['chunks']:,} | v{r['schema']} | {r['build_s']:.1f} s (+{r['build_embed_s']:.2f} s embedder; "
+            f"{r['build_embedded']:,} unique) | {r['rebuild_s']:.1f} s ({r['rebuild_embedded']} embedded) "
+            f"| {r['build_peak_mb']:.0f} MB | {r['open_s']:.2f} s | {r['loader_rss_mb']:.0f} MB "
+            f"| {r['hybrid_ms']:.1f} ms | {r['dense_ms']:.1f} ms | {r['artifacts_mb']:.0f} MB ({r['largest']}) "
+            f"| {r['dense']['index']} |")
+
+
+def table_notes(rows: list[dict]) -> str:
+    lines = []
     for r in rows:
         d = r["dense"]
         if "recall_mean" in d:
-            print(f"\nrecall@10 of {d['index']} against exact, {r['chunks']:,} chunks v{r['schema']}: "
-                  f"mean {d['recall_mean']:.4f}, min {d['recall_min']:.2f} ({d['queries']} queries, "
-                  f"efSearch {d['ef_search']} from {d['ef_search_source']})")
-    print(f"\nEmbedder: {BigramEmbedder.provider}:{BigramEmbedder.model}. {os.cpu_count()} cores; "
-          f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+            lines.append(f"recall@10 of {d['index']} against exact, {r['chunks']:,} chunks v{r['schema']}: "
+                         f"mean {d['recall_mean']:.4f}, min {d['recall_min']:.2f} ({d['queries']} queries, "
+                         f"efSearch {d['ef_search']} from {d['ef_search_source']})")
+    lines.append(f"Embedder: {BigramEmbedder.provider}:{BigramEmbedder.model}. {os.cpu_count()} cores; "
+                 f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    return "\n\n".join(lines)
 
 
 def main() -> None:
@@ -392,15 +404,18 @@ def main() -> None:
     queries = _queries(args.queries)
     if args.work:
         args.work.mkdir(parents=True, exist_ok=True)
+    markdown = args.format == "markdown"
+    if markdown:
+        print(TABLE_HEAD, flush=True)  # rows follow as they are measured: a long run shows them early
     rows = []
     for size in sorted(set(args.sizes) | set(args.baseline_sizes)):
         schemas = ([1] if size in args.baseline_sizes and args.schema != 1 else []) + \
                   ([args.schema] if size in args.sizes or args.schema == 1 else [])
-        rows += run_size(size, schemas, args, queries)
-    if args.format == "json":
-        print(json.dumps({"embedder": BigramEmbedder().name, "cores": os.cpu_count(), "rows": rows}, indent=2))
+        rows += run_size(size, schemas, args, queries, table_row if markdown else None)
+    if markdown:
+        print(f"\n{table_notes(rows)}")
     else:
-        print_table(rows)
+        print(json.dumps({"embedder": BigramEmbedder().name, "cores": os.cpu_count(), "rows": rows}, indent=2))
 
 
 if __name__ == "__main__":
