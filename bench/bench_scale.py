@@ -1,7 +1,8 @@
 """How the artifact set scales: a synthetic site of N chunks, a structured synthetic embedder, whole processes.
 
     python bench/bench_scale.py ../shared/corpus/school_asset [--sizes 1000 10000 100000]
-        [--schema 1|2] [--baseline-sizes 1000 10000] [--format markdown|json]
+        [--schema 1|2] [--baseline-sizes 1000 10000] [--format markdown|json] [--work DIR]
+    python bench/bench_scale.py ../shared/corpus/school_asset --recall DIR/kb-bench-scale-100000-*/out-v2
 
 For each size, generates into a temporary directory a site made of the reference corpus's pages
 copied as often as needed (copy r renames the file, so every chunk id is new, and the page title,
@@ -21,7 +22,8 @@ answer, median of --opens), loader RSS after that first answer, and the p50 of h
 queries (the dev queries, --rounds rounds). `--schema` is passed to the build as KB_ARTIFACT_SCHEMA;
 sizes in --baseline-sizes are also built as schema 1, in the same run, for comparison. When a set's
 vectors.faiss is an HNSW index, recall@10 against exact search over the same (decoded) vectors is
-measured too. Progress goes to stderr; the table (or JSON) to stdout, for docs/benchmarks.md.
+measured too (`--recall` measures only that, on sets kept with --work). Progress goes to stderr;
+the table (or JSON) to stdout, for docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -163,8 +165,12 @@ def generate_site(corpus: Path, target: Path, chunks_wanted: int) -> list[str]:
         replica += 1
     if learns:
         learns_file.write_text(yaml.safe_dump(copies, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    chunks = extraction.chunks
-    picked = [chunks[i * len(chunks) // 240] for i in range(min(240, len(chunks)))]
+    return chunk_queries(extraction.chunks)
+
+
+def chunk_queries(chunks, count: int = 240) -> list[str]:
+    """Queries made from `count` chunks spread over the list: a title or the content's first 30 characters."""
+    picked = [chunks[i * len(chunks) // count] for i in range(min(count, len(chunks)))]
     return [c.title if i % 2 == 0 else c.content[:30] for i, c in enumerate(picked)]
 
 
@@ -383,6 +389,19 @@ def table_notes(rows: list[dict]) -> str:
     return "\n\n".join(lines)
 
 
+def recall_only(args, queries: list[str]) -> None:
+    """Recall of existing sets, with the efSearch their loader holds (one open in a new process)."""
+    import knowledge_build as kb
+
+    with tempfile.TemporaryDirectory(prefix="kb-bench-recall-") as cache:
+        chunks = kb.extract(kb.load_config(site=args.corpus, cache_dir=Path(cache), env={})).chunks
+    found = []
+    for set_dir in args.recall:
+        loader_ef = None if args.ef_search else _child(f"{set_dir} open", "_open", str(set_dir), json.dumps(queries), "0")["ef_search"]
+        found.append({"set_dir": str(set_dir), **dense_recall(set_dir, queries + chunk_queries(chunks), args.ef_search, loader_ef)})
+    print(json.dumps(found, indent=2))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpus", type=Path, help="the reference corpus (a Jekyll site), only read")
@@ -400,8 +419,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds over the queries for the p50 (default 3)")
     parser.add_argument("--work", type=Path, help="keep the generated sites and sets under this directory")
     parser.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    parser.add_argument("--recall", type=Path, nargs="+", metavar="SET_DIR",
+                        help="only measure recall@10 of these built sets (made by this bench, e.g. kept with --work)")
     args = parser.parse_args()
     queries = _queries(args.queries)
+    if args.recall:
+        return recall_only(args, queries)
     if args.work:
         args.work.mkdir(parents=True, exist_ok=True)
     markdown = args.format == "markdown"
