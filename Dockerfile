@@ -9,7 +9,7 @@
 # site and code give the same build id as `knowledge-build build` / `publish` elsewhere.
 
 # Where the index lives in the image (the build writes it, the server reads it as KB_INDEX).
-ARG KB_INDEX=/app/knowledge/v1
+ARG KB_INDEX=/app/knowledge/v2
 
 FROM python:3.11-slim AS build
 ARG KB_INDEX

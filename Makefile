@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 SITE   ?= site
-INDEX  ?= $(SITE)/_site/knowledge/v1
+INDEX  ?= $(SITE)/_site/knowledge/v2
 QUERY  ?= 二次方程式を公式で解きたい
 SHARED ?= ../shared
 

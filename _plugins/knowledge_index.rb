@@ -2,13 +2,13 @@
 
 # knowledge-build's Jekyll plugin: after Jekyll writes the site, index its knowledge boxes.
 #
-# Runs `knowledge-build build --site <source> --output <destination>/knowledge/v1`, so the search
+# Runs `knowledge-build build --site <source> --output <destination>/knowledge/v2`, so the search
 # artifacts (and knowledge/latest.json) are published with the site. Configured in _config.yml:
 #
 #   knowledge_build:
 #     enabled: true                 # false: skip indexing
 #     command: knowledge-build      # how to run the tool; a relative path is taken from the site source
-#     output_dir: knowledge/v1      # inside the destination
+#     output_dir: knowledge/v2      # inside the destination
 #     fail_on_error: true           # false: a failed index build is a warning, the site still builds
 #
 # The KNOWLEDGE_BUILD_COMMAND environment variable overrides `command`.
@@ -25,7 +25,7 @@ module KnowledgeBuild
       return unless config.fetch("enabled", true)
 
       command = command_for(site, config)
-      output = File.join(site.dest, config.fetch("output_dir", "knowledge/v1"))
+      output = File.join(site.dest, config.fetch("output_dir", "knowledge/v2"))
       args = command + ["build", "--site", site.source, "--output", output]
       Jekyll.logger.info "knowledge-build:", "indexing #{site.source} into #{output}"
       stdout, stderr, status = capture(args)

@@ -47,7 +47,7 @@ def _log_to_stderr() -> None:
 
 @main.command()
 @click.option("--site", type=_PATH, help="Jekyll source directory (with _config.yml) or a built _site directory.")
-@click.option("--output", type=_PATH, help="Artifact directory. Default: <site output>/knowledge/v1.")
+@click.option("--output", type=_PATH, help="Artifact directory. Default: <site output>/knowledge/v2 (v1 with --schema 1).")
 @click.option("--baseurl", help="URL prefix of the site. Default: baseurl in _config.yml.")
 @click.option("--embedder", type=click.Choice(["local", "openai", "openai-compatible"]),
               help="Embedding provider. Default: local.")
@@ -62,16 +62,21 @@ def _log_to_stderr() -> None:
 @click.option("--cache-dir", type=_PATH, help="Where embedded vectors and lexical tokens are cached. "
               "Default: ~/.cache/knowledge-build.")
 @SECTIONS_OPTION
+@click.option("--schema", "artifact_schema", type=click.Choice(["1", "2"]),
+              help="Artifact schema: 2 (knowledge/v2, memory-mapped; default) or 1 (knowledge/v1).")
+@click.option("--dense-index", type=click.Choice(["auto", "exact", "hnsw"]),
+              help="Schema 2: exact search, an HNSW graph, or auto (HNSW above exact_max_rows chunks). Default: auto.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-v", "--verbose", is_flag=True, help="Also print informational diagnostics.")
 @_fail_on_library_errors
 def build(site, output, baseurl, embedder, embedding_model, embedding_dimensions, base_url, batch_size,
-          embedding_timeout, cache_dir, sections, fmt, verbose):
+          embedding_timeout, cache_dir, sections, artifact_schema, dense_index, fmt, verbose):
     """Scan the site, embed new or changed chunks, and write the artifact set."""
     config = kb.load_config(site=site, output=output, baseurl=baseurl, embedder=embedder,
                             embedding_model=embedding_model, embedding_dimensions=embedding_dimensions,
                             base_url=base_url, batch_size=batch_size, embedding_timeout=embedding_timeout,
-                            cache_dir=cache_dir, sections=sections)
+                            cache_dir=cache_dir, sections=sections, artifact_schema=artifact_schema,
+                            dense_index=dense_index)
     result = kb.build(config, progress=fmt == "text" and sys.stderr.isatty())
     _print_diagnostics(result.diagnostics, verbose)
     summary = _build_summary(result)

@@ -131,7 +131,7 @@ def test_dockerfile_passes_hadolint():
 
 
 def test_the_image_start_command_refuses_to_listen_without_a_token(tmp_path):
-    result = subprocess.run(_start_command(), env=_environment(tmp_path, tmp_path / "v1", _free_port(), None),
+    result = subprocess.run(_start_command(), env=_environment(tmp_path, tmp_path / "v2", _free_port(), None),
                             cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT)
     assert result.returncode == 1
     assert "refusing to serve on 0.0.0.0 without a token" in result.stderr

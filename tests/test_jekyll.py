@@ -52,10 +52,10 @@ def test_built_site_yields_the_same_chunks_as_the_source(built_site):
 
 def test_jekyll_build_runs_the_plugin_and_publishes_versioned_artifacts(built_site):
     knowledge = built_site / "_site" / "knowledge"
-    manifest = json.loads((knowledge / "v1" / "manifest.json").read_text(encoding="utf-8"))
+    manifest = json.loads((knowledge / "v2" / "manifest.json").read_text(encoding="utf-8"))
     latest = json.loads((knowledge / "latest.json").read_text(encoding="utf-8"))
     assert manifest["counts"]["chunks"] == 159 and manifest["embedder"]["provider"] == "local"
-    assert latest["build_id"] == manifest["build_id"] and latest["schema_version"] == 1
+    assert latest["build_id"] == manifest["build_id"] and latest["schema_version"] == 2
 
 
 def test_a_failing_index_fails_jekyll_with_the_tools_message_or_warns(built_site, tmp_path):

@@ -70,7 +70,7 @@ def test_the_environment_command_overrides_the_configured_one(site, tmp_path):
     _jekyll(site, env_command=f"{sys.executable} {override}")
     runs = _runs(log)
     assert [r["tool"] for r in runs] == ["override"]
-    assert runs[0]["args"] == ["build", "--site", str(site), "--output", str(site / "_site" / "knowledge" / "v1")]
+    assert runs[0]["args"] == ["build", "--site", str(site), "--output", str(site / "_site" / "knowledge" / "v2")]
 
 
 def test_a_relative_command_starts_at_the_site_source(site, tmp_path):
@@ -90,7 +90,7 @@ def test_enabled_false_skips_indexing_and_keep_files_keeps_the_published_index(s
     log = tmp_path / "runs.jsonl"
     command = f"{sys.executable} {_recorder(tmp_path / 'rec.py', log, 'rec')}"
     _jekyll(site, env_command=command)
-    marker = site / "_site" / "knowledge" / "v1" / "marker.txt"
+    marker = site / "_site" / "knowledge" / "v2" / "marker.txt"
     assert marker.is_file() and len(_runs(log)) == 1
 
     _set_plugin(site, enabled="false")
