@@ -39,7 +39,7 @@ CONTENT_FILES = (CHUNKS, ROWS, COLUMNS, VECTORS, *LEXICAL_FILES.values())
 OUR_FILES = frozenset((MANIFEST, *CONTENT_FILES))
 # The dense index: exact up to this many rows, HNSW above (settings dense_index, exact_max_rows).
 EXACT_MAX_ROWS = 50_000
-HNSW_M, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 200, 256
+HNSW_M, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 200, 1024
 log = logging.getLogger("knowledge_build.artifacts")
 
 
@@ -66,7 +66,7 @@ def vectors_file(vectors: np.ndarray, kind: str, cache_dir: Path | None = None) 
         index = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
         index.add(vectors)
         return faiss.serialize_index(index).tobytes()
-    digest = hashlib.sha256(vectors.tobytes() + f"{HNSW_M}/{HNSW_EF_CONSTRUCTION}/{faiss.__version__}".encode()).hexdigest()
+    digest = hashlib.sha256(vectors.tobytes() + f"{dim}/{HNSW_M}/{HNSW_EF_CONSTRUCTION}/{faiss.__version__}".encode()).hexdigest()
     cached = Path(cache_dir) / "hnsw" / f"{digest}.faiss" if cache_dir is not None else None
     if cached is not None and cached.is_file():
         data = cached.read_bytes()

@@ -115,9 +115,16 @@ class PublishPlan:
 
 
 def load_publishable(index_dir: Path):
-    """The verified artifact set as (manifest, chunk dicts, vectors)."""
+    """The verified artifact set as (manifest, chunk dicts, vectors); a schema 2 set verified in full
+    (its vectors are fp16, published as the float32 values they decode to)."""
+    from ..verify_v2 import open_set
+
     artifacts = read_artifacts(index_dir)
-    chunks, index, _ = decode(artifacts, index_dir)
+    if artifacts.manifest["schema_version"] == 1:
+        chunks, index, _ = decode(artifacts, index_dir)
+    else:
+        opened = open_set(Path(index_dir), artifacts.manifest, full=True)
+        chunks, index = [opened.chunks.raw(row) for row in range(len(opened.chunks))], opened.index
     vectors = index.reconstruct_n(0, index.ntotal) if index.ntotal else np.zeros((0, index.d), np.float32)
     return artifacts.manifest, chunks, vectors
 
