@@ -10,6 +10,7 @@ structured row per chunk, memory-mapped) with the code tables in `columns.json`,
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -19,6 +20,9 @@ from .chunks import Chunk
 from .kinds import PART_TYPES
 from .text_ja import concept_key
 
+# The top-level "id", "material" and "url" of a chunk line: in JSON a quote inside a string is escaped,
+# so `"id":"` can only be a key (and chunks have no nested objects).
+_BRIEF = re.compile(rb'"(id|material|url)":("(?:[^"\\]|\\.)*")')
 ROW_DTYPE = np.dtype([("offset", "<u8"), ("type", "u1"), ("level", "u1"), ("material", "<u4"),
                       ("category", "<u4"), ("concept", "<i4")])
 COLUMN_NAMES = ("type", "level", "material", "category")
@@ -133,13 +137,24 @@ class ChunkRecords(Sequence):
             raise IndexError(row)
         return self._cached(row)
 
+    def brief(self, row: int) -> tuple[str, str, str]:
+        """(id, url, material) of a row without decoding its chunk (a result's other locations)."""
+        found: dict[bytes, str] = {}
+        for match in _BRIEF.finditer(bytes(self._data[self._offsets[row]:self._offsets[row + 1]])):
+            found.setdefault(match.group(1), match.group(2))
+        try:
+            return tuple(json.loads(found[name]) for name in (b"id", b"url", b"material"))
+        except (KeyError, ValueError):
+            chunk = self[row]  # raises ArtifactUnreadable for a damaged line
+            return chunk.id, chunk.url, chunk.material
+
     def row_of(self, chunk_id: str) -> int | None:
         """The row of `chunk_id` by bisection (rows are sorted by id)."""
         lo, hi = 0, len(self)
         while lo < hi:
             mid = (lo + hi) // 2
-            if self[mid].id < chunk_id:
+            if self.brief(mid)[0] < chunk_id:
                 lo = mid + 1
             else:
                 hi = mid
-        return lo if lo < len(self) and self[lo].id == chunk_id else None
+        return lo if lo < len(self) and self.brief(lo)[0] == chunk_id else None

@@ -190,7 +190,7 @@ class KnowledgeIndex:
         results = []
         for result in self._results(ordered, qvec, channels.get("dense", {}), fields, source):
             if (similar is None or result.similarity >= similar) and (relevant is None or result.relevance >= relevant):
-                results.append(result)
+                results.append(self._with_locations(result))
             if len(results) == k:
                 break
         return results
@@ -297,17 +297,26 @@ class KnowledgeIndex:
         # JSON has no NaN: a non-finite number (a broken dense source) reads as no similarity.
         similarity = float(np.clip(cosine, 0.0, 1.0)) if np.isfinite(cosine) else 0.0
         score = score if np.isfinite(score) else 0.0
-        others = self.columns.same_concept(row)
-        locations = tuple(self._location(self.chunks[r]) for r in others)
         return SearchResult(id=chunk.id, url=chunk.url, title=chunk.title, learns=chunk.learns,
                             excerpt=chunk.excerpt, similarity=round(similarity, 6), score=round(score, 6),
                             type=chunk.type, material=chunk.material, anchor=chunk.anchor, source=source,
-                            locations=locations, absolute_url=self.absolute_url(chunk.url))
+                            absolute_url=self.absolute_url(chunk.url))
 
-    def _location(self, chunk: Chunk) -> dict:
-        where = {"id": chunk.id, "url": chunk.url, "material": chunk.material}
+    def _with_locations(self, result: SearchResult) -> SearchResult:
+        """The result with the other places that teach its concept (done only for results returned:
+        a title many pages share has many)."""
+        row = self.row_of(result.id)
+        return replace(result, locations=tuple(self._location(r) for r in self.columns.same_concept(row)))
+
+    def _location(self, row: int) -> dict:
+        if self._by_id is None:
+            chunk_id, url, material = self.chunks.brief(row)
+        else:
+            chunk = self.chunks[row]
+            chunk_id, url, material = chunk.id, chunk.url, chunk.material
+        where = {"id": chunk_id, "url": url, "material": material}
         if self.site_url:
-            where["absolute_url"] = self.absolute_url(chunk.url)
+            where["absolute_url"] = self.absolute_url(url)
         return where
 
 
@@ -322,6 +331,7 @@ def _english_terms() -> dict[str, str]:
     return {slug: " ".join(found) for slug, found in terms.items()}
 
 
+@lru_cache(maxsize=65536)
 def join_site_url(site_url: str, url: str) -> str | None:
     """`site_url` + `url` with the path percent-encoded (Japanese file names, spaces) so that chat
     clients and mail keep the whole link; an escape already in `url` is kept. None without a site URL."""
