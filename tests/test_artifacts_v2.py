@@ -230,3 +230,12 @@ def test_v2_chunks_are_the_v1_chunks_and_both_files_match_the_shipped_schemas(si
     jsonschema.validate(json.loads((v2 / "manifest.json").read_text(encoding="utf-8")), manifest)
     chunks = json.loads(schemas.joinpath("knowledge_chunks.schema.json").read_text(encoding="utf-8"))
     jsonschema.validate(lines, chunks)
+
+
+def test_every_chunk_of_a_v2_set_is_found_by_its_id_before_and_after_the_id_table_is_built(built):
+    index = kb.KnowledgeIndex.open(built, embedder=FakeEmbedder())
+    ids = [json.loads(line)["id"] for line in (built / "knowledge_chunks.jsonl").read_text(encoding="utf-8").splitlines()]
+    for _ in range(2):  # 159 lookups by bisection, then (past 256) from the table
+        assert [index.row_of(chunk_id) for chunk_id in ids] == list(range(len(ids)))
+    assert index.chunks._table is not None and index.row_of("無い#rule-x") is None
+    assert index.get(ids[7]).id == ids[7]
