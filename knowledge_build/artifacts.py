@@ -138,7 +138,9 @@ def _ours(directory: Path) -> bool:
 
 def owned_names(directory: Path) -> set[str]:
     """The file names an earlier set in `directory` may hold: ours, and any its manifest lists."""
-    names = set(OUR_FILES)
+    from .artifacts_v2 import OUR_FILES as SCHEMA_2_FILES
+
+    names = set(OUR_FILES) | SCHEMA_2_FILES  # a killed build's staging may hold either schema's files
     manifest = _small_json(directory / MANIFEST)
     listed = manifest.get("files") if isinstance(manifest, dict) else None
     if isinstance(listed, dict):
@@ -160,7 +162,7 @@ def write_artifacts(artifacts: ArtifactSet, out_dir: Path) -> Path:
     Only an empty directory or an earlier set is replaced; stale staging directories of
     killed builds are removed afterwards."""
     target = check_output_dir(out_dir)
-    owned = set(artifacts.files) | OUR_FILES
+    owned = set(artifacts.files) | owned_names(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-{os.getpid()}-", dir=target.parent))

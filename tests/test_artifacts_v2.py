@@ -239,3 +239,30 @@ def test_every_chunk_of_a_v2_set_is_found_by_its_id_before_and_after_the_id_tabl
         assert [index.row_of(chunk_id) for chunk_id in ids] == list(range(len(ids)))
     assert index.chunks._table is not None and index.row_of("無い#rule-x") is None
     assert index.get(ids[7]).id == ids[7]
+
+
+def test_the_manifest_check_agrees_with_jsonschema_on_valid_and_broken_manifests(built):
+    """The loader checks manifests without importing jsonschema; both must accept and refuse alike."""
+    import copy
+    from importlib import resources
+
+    import jsonschema
+
+    from knowledge_build.verify import schema_problem
+
+    manifest = json.loads((built / "manifest.json").read_text())
+    schema = json.loads(resources.files("knowledge_build.schemas").joinpath("manifest.v2.schema.json").read_text())
+    changes = [lambda m: None, lambda m: m.pop("dense"), lambda m: m["dense"].update(index="ivf"),
+               lambda m: m["dense"].update(dtype="float32"), lambda m: m["lexical"].update(fields=[]),
+               lambda m: m["lexical"].update(tokens=-1), lambda m: m["lexical"].update(tokens=True),
+               lambda m: m["embedder"].update(dim="384"), lambda m: m["embedder"].update(extra=1),
+               lambda m: m["files"].update({"a/b": {"sha256": "0" * 64, "size": 1}}),
+               lambda m: m["files"]["rows.npy"].update(sha256="xyz"), lambda m: m["counts"]["by_type"].update(rule=0),
+               lambda m: m.update(site=[]), lambda m: m["site"].update(categories={"a": 1}),
+               lambda m: m["tool"].update(name="other"), lambda m: m.update(metric="dot")]
+    for change in changes:
+        edited = copy.deepcopy(manifest)
+        change(edited)
+        ours = schema_problem(edited, "manifest.v2.schema.json")
+        theirs = next(iter(jsonschema.Draft202012Validator(schema).iter_errors(edited)), None)
+        assert (ours is None) == (theirs is None), (ours, theirs)
