@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -266,3 +267,29 @@ def test_the_manifest_check_agrees_with_jsonschema_on_valid_and_broken_manifests
         ours = schema_problem(edited, "manifest.v2.schema.json")
         theirs = next(iter(jsonschema.Draft202012Validator(schema).iter_errors(edited)), None)
         assert (ours is None) == (theirs is None), (ours, theirs)
+
+
+def test_an_hnsw_graph_is_kept_in_the_cache_and_a_damaged_one_is_built_again(site_dir, tmp_path):
+    config = kb.load_config(site=site_dir, output=tmp_path / "a" / "v2", cache_dir=tmp_path / "cache",
+                            dense_index="hnsw", env={})
+    first = kb.build(config, embedder=FakeEmbedder()).output
+    kept = list((tmp_path / "cache" / "hnsw").glob("*.faiss"))
+    assert len(kept) == 1
+    kept[0].write_bytes(kept[0].read_bytes()[:-100] + b"\0" * 100)
+    again = kb.build(replace(config, output=tmp_path / "b" / "v2"), embedder=FakeEmbedder()).output
+    assert (again / "vectors.faiss").read_bytes() == (first / "vectors.faiss").read_bytes()
+
+
+def test_build_cli_takes_the_schema_and_the_dense_index(site_dir, tmp_path, monkeypatch):
+    import knowledge_build.embed as embed
+
+    monkeypatch.setattr(embed, "get_embedder", lambda *a, **k: FakeEmbedder())
+    monkeypatch.setattr("knowledge_build.pipeline.get_embedder", lambda *a, **k: FakeEmbedder())
+    for flags, folder, kind in ((["--schema", "1"], "v1", None), (["--dense-index", "hnsw"], "v2", "hnsw")):
+        result = CliRunner().invoke(main, ["build", "--site", str(site_dir), "--cache-dir", str(tmp_path / "c"),
+                                           "--format", "json", *flags])
+        assert result.exit_code == 0, result.output
+        output = json.loads(result.output)["output"]
+        assert output.endswith(f"knowledge/{folder}")
+        manifest = json.loads((site_dir / "_site" / "knowledge" / folder / "manifest.json").read_text())
+        assert manifest.get("dense", {}).get("index") == kind
