@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from knowledge_build import KnowledgeIndex, build, load_config
 from knowledge_build import artifacts as artifacts_module
+from knowledge_build import artifacts_v2
 from knowledge_build import fsutil
 from knowledge_build.cli import main
 from knowledge_build.errors import (ArtifactUnreadable, ArtifactWriteFailed, NonFiniteVectors,
@@ -25,13 +26,25 @@ from knowledge_build.verify import check_latest, verify_set
 from .conftest import SITE, FakeEmbedder
 
 
-def _config(site_dir, **flags):
-    return load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}, **flags)
+# Schema 2 is what a build writes by default; schema 1 is still written on request, and both go through
+# the same output checks, staging, swap and clean-up, so the tests of those run for both.
+BOTH_SCHEMAS = pytest.mark.parametrize("schema", [1, 2])
+SET_FILES = {1: sorted(artifacts_module.OUR_FILES), 2: sorted(artifacts_v2.OUR_FILES)}
 
 
 @pytest.fixture
-def built(site_dir):
-    return build(_config(site_dir), embedder=FakeEmbedder())
+def schema():
+    return 2  # overridden by BOTH_SCHEMAS
+
+
+def _config(site_dir, schema=2, **flags):
+    return load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}, artifact_schema=schema,
+                       **flags)
+
+
+@pytest.fixture
+def built(site_dir, schema):
+    return build(_config(site_dir, schema), embedder=FakeEmbedder())
 
 
 def _snapshot(directory: Path) -> dict[str, bytes]:
@@ -94,13 +107,13 @@ def test_a_file_as_output_is_refused(site_dir, tmp_path):
     assert target.read_text(encoding="utf-8") == "{}"
 
 
-def test_an_empty_existing_directory_is_filled(site_dir, tmp_path):
+@BOTH_SCHEMAS
+def test_an_empty_existing_directory_is_filled(site_dir, tmp_path, schema):
     out = tmp_path / "empty"
     out.mkdir()
-    result = build(_config(site_dir, output=out), embedder=FakeEmbedder())
-    assert result.output == out
-    assert sorted(p.name for p in out.iterdir()) == ["knowledge_chunks.json", "lexical.json", "manifest.json",
-                                                     "vectors.faiss"]
+    result = build(_config(site_dir, schema, output=out), embedder=FakeEmbedder())
+    assert result.output == out and result.artifacts.manifest["schema_version"] == schema
+    assert sorted(p.name for p in out.iterdir()) == SET_FILES[schema]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".empty")] == []
 
 
@@ -135,44 +148,47 @@ def test_jekyll_plugin_output_dir_outside_the_destination_is_refused(tmp_path):
 
 # --- a failure at any step leaves the previous set whole ------------------------------------------------
 
-def test_a_write_that_fails_midway_leaves_the_previous_set_and_no_staging(built, site_dir, monkeypatch):
+@BOTH_SCHEMAS
+def test_a_write_that_fails_midway_leaves_the_previous_set_and_no_staging(built, site_dir, monkeypatch, schema):
     knowledge = built.output.parent
     before = _snapshot(knowledge)
 
     def disk_full(directory, files):
-        (directory / "knowledge_chunks.json").write_bytes(b"[")
+        (directory / sorted(files)[0]).write_bytes(b"[")
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(artifacts_module, "write_files", disk_full)
     _edit_a_box(site_dir)
     with pytest.raises(ArtifactWriteFailed, match="No space left on device.*previous set, if any, is untouched"):
-        build(_config(site_dir), embedder=FakeEmbedder())
+        build(_config(site_dir, schema), embedder=FakeEmbedder())
     assert _snapshot(knowledge) == before
-    assert sorted(p.name for p in knowledge.iterdir()) == ["latest.json", "v1"]
+    assert sorted(p.name for p in knowledge.iterdir()) == ["latest.json", f"v{schema}"]
 
 
-def test_a_failed_second_rename_without_renameat2_puts_the_previous_set_back(built, site_dir, monkeypatch):
+@BOTH_SCHEMAS
+def test_a_failed_second_rename_without_renameat2_puts_the_previous_set_back(built, site_dir, monkeypatch, schema):
     before = _snapshot(built.output)
     real_rename = os.rename
     monkeypatch.setattr(fsutil, "rename_exchange", lambda a, b: False)
 
     def rename(src, dst):
-        if Path(src).name.startswith(".v1.new-"):
+        if Path(src).name.startswith(f".v{schema}.new-"):
             raise OSError(5, "Input/output error")
         real_rename(src, dst)
     monkeypatch.setattr(fsutil.os, "rename", rename)
     _edit_a_box(site_dir)
     with pytest.raises(ArtifactWriteFailed, match="Input/output error"):
-        build(_config(site_dir), embedder=FakeEmbedder())
+        build(_config(site_dir, schema), embedder=FakeEmbedder())
     assert _snapshot(built.output) == before
-    assert sorted(p.name for p in built.output.parent.iterdir()) == ["latest.json", "v1"]
+    assert sorted(p.name for p in built.output.parent.iterdir()) == ["latest.json", f"v{schema}"]
 
 
-def test_without_renameat2_a_rebuild_swaps_in_the_new_set(built, site_dir, monkeypatch):
+@BOTH_SCHEMAS
+def test_without_renameat2_a_rebuild_swaps_in_the_new_set(built, site_dir, monkeypatch, schema):
     monkeypatch.setattr(fsutil, "rename_exchange", lambda a, b: False)
     _edit_a_box(site_dir)
-    again = build(_config(site_dir), embedder=FakeEmbedder())
+    again = build(_config(site_dir, schema), embedder=FakeEmbedder())
     assert verify_set(again.output, FakeEmbedder()).build_id == again.artifacts.build_id != built.artifacts.build_id
-    assert sorted(p.name for p in again.output.parent.iterdir()) == ["latest.json", "v1"]
+    assert sorted(p.name for p in again.output.parent.iterdir()) == ["latest.json", f"v{schema}"]
 
 
 def test_a_kill_between_the_swap_and_latest_json_is_detected_and_repaired(built, site_dir, monkeypatch):
@@ -214,35 +230,38 @@ def test_a_latest_json_pointing_outside_its_directory_is_refused(built):
 
 # --- stale staging directories of killed builds ---------------------------------------------------------
 
-def test_stale_staging_directories_of_killed_builds_are_removed_on_the_next_build(built, site_dir):
+@BOTH_SCHEMAS
+def test_stale_staging_directories_of_killed_builds_are_removed_on_the_next_build(built, site_dir, schema):
     knowledge = built.output.parent
     dead = _dead_pid()
-    partial = knowledge / f".v1.new-{dead}-abcd1234"
+    name = f"v{schema}"
+    partial = knowledge / f".{name}.new-{dead}-abcd1234"
     partial.mkdir()
-    (partial / "knowledge_chunks.json").write_bytes(b"[")
-    old = knowledge / f".v1.old-{dead}-0f0f0f0f"
+    (partial / SET_FILES[schema][0]).write_bytes(b"[")
+    old = knowledge / f".{name}.old-{dead}-0f0f0f0f"
     shutil.copytree(built.output, old)
-    legacy = knowledge / ".v1.new-k3j_x9q2"  # mkdtemp name of earlier versions
+    legacy = knowledge / f".{name}.new-k3j_x9q2"  # mkdtemp name of earlier versions
     legacy.mkdir()
-    foreign = knowledge / f".v1.new-{dead}-ffff0000"
+    foreign = knowledge / f".{name}.new-{dead}-ffff0000"
     foreign.mkdir()
     (foreign / "diary.txt").write_text("mine", encoding="utf-8")
-    running = knowledge / f".v1.new-{os.getpid()}-12345678"
+    running = knowledge / f".{name}.new-{os.getpid()}-12345678"
     running.mkdir()
     _edit_a_box(site_dir)
-    build(_config(site_dir), embedder=FakeEmbedder())
+    build(_config(site_dir, schema), embedder=FakeEmbedder())
     assert sorted(p.name for p in knowledge.iterdir()) == sorted(
-        ["latest.json", "v1", foreign.name, running.name])
+        ["latest.json", name, foreign.name, running.name])
     assert (foreign / "diary.txt").read_text(encoding="utf-8") == "mine"
 
 
-def test_a_kill_between_the_two_fallback_renames_is_recovered_by_the_next_build(built, site_dir):
+@BOTH_SCHEMAS
+def test_a_kill_between_the_two_fallback_renames_is_recovered_by_the_next_build(built, site_dir, schema):
     knowledge = built.output.parent
-    stranded = knowledge / f".v1.old-{_dead_pid()}-0a0b0c0d"
+    stranded = knowledge / f".v{schema}.old-{_dead_pid()}-0a0b0c0d"
     built.output.rename(stranded)  # the state a kill leaves without renameat2
     _edit_a_box(site_dir)
-    again = build(_config(site_dir), embedder=FakeEmbedder())
-    assert sorted(p.name for p in knowledge.iterdir()) == ["latest.json", "v1"]
+    again = build(_config(site_dir, schema), embedder=FakeEmbedder())
+    assert sorted(p.name for p in knowledge.iterdir()) == ["latest.json", f"v{schema}"]
     assert KnowledgeIndex.open(knowledge, embedder=FakeEmbedder()).build_id == again.artifacts.build_id
 
 

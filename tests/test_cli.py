@@ -68,7 +68,7 @@ def test_build_json_output_is_machine_readable(site_dir, monkeypatch):
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["chunks"] == 159 and summary["embedded"] == 159 and summary["cached"] == 0
-    assert summary["output"] == str(site_dir / "_site" / "knowledge" / "v1")
+    assert summary["output"] == str(site_dir / "_site" / "knowledge" / "v2")
 
 
 def test_search_without_query_or_queries_is_a_usage_error(tmp_path):

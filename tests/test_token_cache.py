@@ -1,5 +1,6 @@
 """The token cache: a no-change rebuild analyses no chunk text, and cached tokens are the fresh ones."""
 
+import dataclasses
 import json
 import sqlite3
 import subprocess
@@ -31,15 +32,24 @@ def _files(result) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in result.output.iterdir()}
 
 
+def _elsewhere(config, name: str):
+    """The same settings and caches, writing to another directory. A rebuild of unchanged inputs
+    into the same directory keeps the set it finds there (build_memo.py) and analyses nothing for
+    that reason alone; one into another directory runs in full, so it shows what the caches save."""
+    return dataclasses.replace(config, output=config.site.parent / name)
+
+
 def test_rebuild_without_changes_analyses_no_chunk_text_and_embeds_nothing(site_dir, analysed):
     config = load_config(site=site_dir)
     first = build(config, embedder=FakeEmbedder())
     assert len(analysed) == len(first.chunks)
     analysed.clear()
-    embedder = FakeEmbedder()
-    second = build(config, embedder=embedder)
-    assert analysed == []
-    assert embedder.documents_embedded == 0 and second.embed_stats.embedded == 0
+    for again in (config, _elsewhere(config, "rebuilt")):  # the set kept, and a full build from the caches
+        embedder = FakeEmbedder()
+        second = build(again, embedder=embedder)
+        assert analysed == []
+        assert embedder.documents_embedded == 0 and second.embed_stats.embedded == 0
+        assert len(second.chunks) == len(first.chunks)
 
 
 def test_editing_one_box_re_analyses_exactly_that_box(site_dir, analysed):
@@ -58,7 +68,7 @@ def test_cached_tokens_give_byte_identical_artifacts_to_fresh_analysis(site_dir,
     config = load_config(site=site_dir)
     fresh = _files(build(config, embedder=FakeEmbedder()))
     analysed.clear()
-    from_cache = _files(build(config, embedder=FakeEmbedder()))
+    from_cache = _files(build(_elsewhere(config, "rebuilt"), embedder=FakeEmbedder()))
     assert analysed == []  # so the second set really came from the cache
     assert from_cache == fresh
 
@@ -68,7 +78,7 @@ def test_a_new_analyzer_version_analyses_every_chunk_again(site_dir, analysed, m
     first = build(config, embedder=FakeEmbedder())
     analysed.clear()
     monkeypatch.setattr(pipeline, "ANALYZER", pipeline.ANALYZER + "+next")
-    build(config, embedder=FakeEmbedder())
+    build(_elsewhere(config, "rebuilt"), embedder=FakeEmbedder())
     assert len(analysed) == len(first.chunks)
 
 
@@ -78,7 +88,7 @@ def test_an_unreadable_token_cache_entry_is_analysed_again(site_dir, analysed):
     with sqlite3.connect(config.cache_dir / FILE_NAME) as db:
         db.execute("UPDATE tokens SET fields = 'not json' WHERE rowid = (SELECT min(rowid) FROM tokens)")
     analysed.clear()
-    again = _files(build(config, embedder=FakeEmbedder()))
+    again = _files(build(_elsewhere(config, "rebuilt"), embedder=FakeEmbedder()))
     assert len(analysed) == 1
     assert again == fresh
 
@@ -90,14 +100,14 @@ def test_a_damaged_token_cache_file_is_a_warning_and_the_build_analyses_everythi
     for sidecar in config.cache_dir.glob(FILE_NAME + "-*"):
         sidecar.unlink()
     analysed.clear()
-    result = build(config, embedder=FakeEmbedder())
+    result = build(_elsewhere(config, "rebuilt"), embedder=FakeEmbedder())
     assert len(analysed) == len(result.chunks)
     assert _files(result) == fresh
     assert any("token cache" in r.getMessage() and "Fix: delete that file" in r.getMessage() for r in caplog.records)
 
 
 def test_lexical_json_holds_the_same_tokens_in_one_compact_line(site_dir):
-    result = build(load_config(site=site_dir), embedder=FakeEmbedder())
+    result = build(load_config(site=site_dir, artifact_schema=1), embedder=FakeEmbedder())  # schema 1's file
     raw = (result.output / "lexical.json").read_text(encoding="utf-8")
     assert raw.count("\n") == 1 and raw.endswith("\n")
     fields = json.loads(raw)["fields"]
@@ -159,7 +169,7 @@ def test_rebuild_without_changes_romanises_no_heading_and_names_sections_as_befo
     assert romanised and any(c.type == "section" for c in first.chunks)
     romanised.clear()
     sections._computed_slug.cache_clear()
-    again = build(config, embedder=FakeEmbedder())
+    again = build(_elsewhere(config, "rebuilt"), embedder=FakeEmbedder())
     assert romanised == []
     assert _files(again) == _files(first)
 
@@ -173,7 +183,7 @@ def test_a_new_slug_recipe_romanises_every_heading_again(site_dir, romanised, mo
     romanised.clear()
     sections._computed_slug.cache_clear()
     monkeypatch.setattr(section_memory, "SLUG_VERSION", section_memory.SLUG_VERSION + "+next")
-    build(config, embedder=FakeEmbedder())
+    build(_elsewhere(config, "rebuilt"), embedder=FakeEmbedder())
     assert len(romanised) == count
 
 
@@ -199,7 +209,7 @@ def test_rebuild_reads_no_unchanged_page_as_sections_again_and_builds_the_same_f
     pages_with_sections = len(parts_read)
     assert pages_with_sections >= 2 and any(c.type == "table" for c in first.chunks)
     parts_read.clear()
-    again = build(config, embedder=FakeEmbedder())
+    again = build(_elsewhere(config, "rebuilt"), embedder=FakeEmbedder())
     assert parts_read == []
     assert _files(again) == _files(first)
     page = site_dir / "senior" / "指数法則.html"
@@ -216,7 +226,7 @@ def test_damaged_stored_parts_are_read_again_with_the_same_chunks(site_dir, part
     with sqlite3.connect(config.cache_dir / FILE_NAME) as db:
         db.execute("UPDATE parts SET parts = '[{\"kind\": 1}]'")
     parts_read.clear()
-    again = build(config, embedder=FakeEmbedder())
+    again = build(_elsewhere(config, "rebuilt"), embedder=FakeEmbedder())
     assert len(parts_read) == count
     assert _files(again) == _files(first)
 

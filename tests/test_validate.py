@@ -1,6 +1,7 @@
 """`validate`: the index against the HTML, and the artifact set's integrity."""
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -13,8 +14,14 @@ from .conftest import LocalLookalike
 
 
 @pytest.fixture
-def indexed(site_dir):
-    build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}), embedder=LocalLookalike())
+def schema():
+    return 2  # the schema a build writes by default; parametrized where both matter
+
+
+@pytest.fixture
+def indexed(site_dir, schema):
+    build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}, artifact_schema=schema),
+          embedder=LocalLookalike())
     return site_dir
 
 
@@ -57,15 +64,19 @@ def test_edited_box_text_is_a_stale_content_warning(indexed):
     assert ("stale-content", "warning", "一次方程式.html") in _findings(indexed)
 
 
-def test_a_damaged_artifact_set_is_an_integrity_error(indexed):
-    index = indexed / "_site" / "knowledge" / "v1"
+@pytest.mark.parametrize("schema, found", [
+    (1, r"holds 159 entries, the manifest says 160"),
+    (2, r"artifact 'rows\.npy' in '.*/knowledge/v2' cannot be used \(holds .* \(159,\), the manifest's counts need "
+        r".* \(160,\)\)")])
+def test_a_damaged_artifact_set_is_an_integrity_error(indexed, schema, found):
+    index = indexed / "_site" / "knowledge" / f"v{schema}"
     manifest = json.loads((index / "manifest.json").read_text(encoding="utf-8"))
     manifest["counts"]["chunks"] += 1
     (index / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     result = CliRunner().invoke(main, ["validate", "--site", str(indexed), "--format", "json"])
     assert result.exit_code == 1
     (finding,) = json.loads(result.output)["diagnostics"]
-    assert finding["rule"] == "artifact-integrity" and "holds 159 entries, the manifest says 160" in finding["message"]
+    assert finding["rule"] == "artifact-integrity" and re.search(found, finding["message"]), finding["message"]
 
 
 def test_a_missing_index_says_how_to_build_one(site_dir):
