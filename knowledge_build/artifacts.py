@@ -1,6 +1,6 @@
 """The artifact set: built in memory, written once and atomically, read back verified.
 
-Layout of `<site output>/knowledge/v1/`:
+Schema 1 (`artifact_schema: 1`; schema 2 is artifacts_v2.py). Layout of `<site output>/knowledge/v1/`:
   manifest.json          schema version, build id, embedder, counts, sha256 + size per file
   knowledge_chunks.json  chunks sorted by id, no vectors
   vectors.faiss          FAISS IndexFlatIP; row i = chunk i (L2-normalised, so IP = cosine)

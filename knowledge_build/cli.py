@@ -266,7 +266,7 @@ def convert_squad_command(source, output, limit):
     click.echo(f"{result.pages} pages with {result.paragraphs} paragraphs -> {result.site}")
     click.echo(f"{result.questions} queries -> {result.queries}")
     click.echo(f"Next: knowledge-build build --site {result.site} && knowledge-build eval "
-               f"--index {result.site}/_site/knowledge/v1 --dataset {result.queries}")
+               f"--index {result.site}/_site/knowledge/v2 --dataset {result.queries}")
 
 
 @main.command()

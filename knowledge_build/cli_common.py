@@ -40,8 +40,8 @@ def _print_diagnostics(diagnostics, verbose: bool) -> None:
 SITE_OPTION = click.option("--site", type=_PATH,
                            help="Jekyll source directory (with _config.yml) or a built _site directory.")
 INDEX_OPTION = click.option("--index", "index_dir", type=_PATH,
-                            help="Artifact directory (…/knowledge/v1, or knowledge/ to follow latest.json). "
-                                 "Default: setting index (KB_INDEX), else <site output>/knowledge/v1.")
+                            help="Artifact directory (…/knowledge/v2 or v1, or knowledge/ to follow latest.json). "
+                                 "Default: setting index (KB_INDEX), else <site output>/knowledge/v2 (v1 when only that exists).")
 DATABASE_OPTION = click.option("--database-url",
                                help="PostgreSQL/pgvector URL (Supabase: the connection string). "
                                     "Default: setting database_url (KB_DATABASE_URL).")

@@ -56,7 +56,7 @@ class ArtifactsNotFound(ArtifactError):
         super().__init__(
             f"no artifact set at '{path}' (manifest.json missing). Build one with "
             "'knowledge-build build --site SITE', or pass --index pointing at "
-            "<site output>/knowledge/v1."
+            "<site output>/knowledge/v2."
         )
 
 
@@ -161,7 +161,7 @@ class OutputNotArtifactSet(KnowledgeBuildError):
         super().__init__(
             f"refusing to write the artifact set to '{path}': {detail}, and replacing it would "
             "delete them. Choose an empty or new directory (--output, 'output' in knowledge.yml, "
-            "or the Jekyll plugin's output_dir), or the knowledge/v1 directory of an earlier build."
+            "or the Jekyll plugin's output_dir), or the knowledge/v2 directory of an earlier build."
         )
 
 

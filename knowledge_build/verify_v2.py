@@ -124,9 +124,13 @@ def _array(path: Path, name: str, dtype: np.dtype, shape: tuple) -> np.ndarray:
     except (OSError, ValueError, EOFError) as exc:
         raise ArtifactUnreadable(path, name, f"not a NumPy array file ({str(exc)[:80]})") from exc
     if array is None or array.dtype != dtype or array.shape != shape:
-        found = "nothing" if array is None else f"{array.dtype} {array.shape}"
-        raise ArtifactUnreadable(path, name, f"holds {found}, the manifest's counts need {dtype} {shape}")
+        found = "nothing" if array is None else f"{_kind(array.dtype)} of shape {array.shape}"
+        raise ArtifactUnreadable(path, name, f"holds {found}, the manifest's counts need {_kind(dtype)} of shape {shape}")
     return array
+
+
+def _kind(dtype: np.dtype) -> str:
+    return "chunk rows" if dtype.names else str(dtype)
 
 
 def _columns(path: Path, rows: np.ndarray, n: int) -> Columns:

@@ -135,7 +135,7 @@ def corpus_real_index(corpus_dir, tmp_path_factory) -> Path:
     from knowledge_build import build, load_config
 
     base = tmp_path_factory.mktemp("corpus-real")
-    return build(load_config(site=corpus_dir, output=base / "v1", cache_dir=base / "cache", env={})).output
+    return build(load_config(site=corpus_dir, output=base / "v2", cache_dir=base / "cache", env={})).output
 
 
 @pytest.fixture(scope="session")
