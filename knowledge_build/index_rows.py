@@ -26,6 +26,9 @@ _BRIEF = re.compile(rb'"(id|material|url)":("(?:[^"\\]|\\.)*")')
 ROW_DTYPE = np.dtype([("offset", "<u8"), ("type", "u1"), ("level", "u1"), ("material", "<u4"),
                       ("category", "<u4"), ("concept", "<i4")])
 COLUMN_NAMES = ("type", "level", "material", "category")
+# A result's other locations (same concept elsewhere): at most this many. A generic heading
+# (「7.練習問題」 on 115 pages of the reference corpus) would list every page.
+MAX_LOCATIONS = 20
 
 
 class Columns:
@@ -65,12 +68,12 @@ class Columns:
                 mask = found if mask is None else mask & found
         return mask
 
-    def same_concept(self, row: int) -> list[int]:
-        """Other rows whose title names the same concept."""
+    def same_concept(self, row: int, limit: int = MAX_LOCATIONS) -> list[int]:
+        """Other rows whose title names the same concept, the first `limit` in id order."""
         group = int(self.concept[row])
         if group < 0:
             return []
-        return [int(r) for r in np.flatnonzero(np.asarray(self.concept) == group) if r != row]
+        return [int(r) for r in np.flatnonzero(np.asarray(self.concept) == group) if r != row][:limit]
 
     def to_json(self) -> dict:
         return {"type": self.values["type"], "level": self.values["level"], "category": self.values["category"],
@@ -88,6 +91,11 @@ def concept_groups(chunks: Sequence) -> np.ndarray:
     for group, name in enumerate(n for n in sorted(rows) if len(rows[n]) > 1):
         concept[rows[name]] = group
     return concept
+
+
+def _string(literal: bytes) -> str:
+    """A JSON string literal's value (json.loads only when it holds an escape)."""
+    return json.loads(literal) if b"\\" in literal else literal[1:-1].decode("utf-8")
 
 
 def chunk_line(chunk: Chunk) -> bytes:
@@ -140,11 +148,11 @@ class ChunkRecords(Sequence):
 
     def brief(self, row: int) -> tuple[str, str, str]:
         """(id, url, material) of a row without decoding its chunk (a result's other locations)."""
-        found: dict[bytes, str] = {}
+        found: dict[bytes, bytes] = {}
         for match in _BRIEF.finditer(bytes(self._data[self._offsets[row]:self._offsets[row + 1]])):
             found.setdefault(match.group(1), match.group(2))
         try:
-            return tuple(json.loads(found[name]) for name in (b"id", b"url", b"material"))
+            return tuple(_string(found[name]) for name in (b"id", b"url", b"material"))
         except (KeyError, ValueError):
             chunk = self[row]  # raises ArtifactUnreadable for a damaged line
             return chunk.id, chunk.url, chunk.material

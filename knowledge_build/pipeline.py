@@ -112,7 +112,7 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
     if config.site is None:
         raise ConfigError("no site given. Provide a --site flag, a KB_SITE environment variable, "
                           "or a 'site' key in knowledge.yml.")
-    site = open_site(config.site, baseurl=config.baseurl, exclude=config.exclude)
+    site = open_site(config.site, baseurl=config.baseurl, exclude=config.exclude, data=False)
     output = check_output_dir(config.output or site.index_dir(config.artifact_schema))  # refuse before embedding
     digest = inputs_digest(config, site, find_pages(site), describe(embedder) if embedder is not None else None,
                            generated_learns_path(config, site))

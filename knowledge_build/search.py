@@ -188,15 +188,15 @@ class KnowledgeIndex:
         similar = self.settings.min_similarity if min_similarity is None else min_similarity
         relevant = self.settings.min_relevance if min_relevance is None else min_relevance
         results = []
-        for result in self._results(ordered, qvec, channels.get("dense", {}), fields, source):
+        for row, result in self._results(ordered, qvec, channels.get("dense", {}), fields, source):
             if (similar is None or result.similarity >= similar) and (relevant is None or result.relevance >= relevant):
-                results.append(self._with_locations(result))
+                results.append(self._with_locations(row, result))
             if len(results) == k:
                 break
         return results
 
     def _results(self, ordered, qvec, cosines: dict, fields: dict, source: str):
-        """Results in ranked order with their relevance; computed a window at a time (the first
+        """(row, result) in ranked order with its relevance; computed a window at a time (the first
         window holds the candidates the query's relevance is judged on)."""
         window = max(1, self.settings.relevance_window)
         query_best = None
@@ -209,7 +209,8 @@ class KnowledgeIndex:
             parts = [bool(self._parts[row]) for row, _ in ordered[start:start + len(batch)]]
             scores, query_best = relevances(sims, coverage, self.settings, query_best, parts)
             cut = self.settings.relevance_threshold
-            yield from (replace(r, relevance=v, relevant=v >= cut) for r, v in zip(batch, scores))
+            rows = [row for row, _ in ordered[start:start + len(batch)]]
+            yield from ((row, replace(r, relevance=v, relevant=v >= cut)) for row, r, v in zip(rows, batch, scores))
 
     def row_of(self, chunk_id: str) -> int | None:
         if self._by_id is None:
@@ -302,10 +303,9 @@ class KnowledgeIndex:
                             type=chunk.type, material=chunk.material, anchor=chunk.anchor, source=source,
                             absolute_url=self.absolute_url(chunk.url))
 
-    def _with_locations(self, result: SearchResult) -> SearchResult:
+    def _with_locations(self, row: int, result: SearchResult) -> SearchResult:
         """The result with the other places that teach its concept (done only for results returned:
         a title many pages share has many)."""
-        row = self.row_of(result.id)
         return replace(result, locations=tuple(self._location(r) for r in self.columns.same_concept(row)))
 
     def _location(self, row: int) -> dict:

@@ -46,7 +46,9 @@ class Site:
         return self.output_root / "knowledge" / f"v{schema}"
 
 
-def open_site(path: Path, baseurl: str | None = None, exclude=()) -> Site:
+def open_site(path: Path, baseurl: str | None = None, exclude=(), data: bool = True) -> Site:
+    """The site at `path`; `data=False` reads only `_config.yml` (not learns.yml and categories.yml):
+    enough to find its pages and output, as a no-change rebuild needs."""
     root = Path(path)
     if not root.is_dir():
         raise SiteNotFound(root)
@@ -60,8 +62,9 @@ def open_site(path: Path, baseurl: str | None = None, exclude=()) -> Site:
     site = Site(root=root, kind=kind, source_root=source, output_root=root)
     if source is not None:
         _read_jekyll_config(site, source / "_config.yml")
-        site.learns = _read_learns(site, source / "_data" / "learns.yml")
-        site.categories = _read_categories(site, source / "_data" / "categories.yml")
+        if data:
+            site.learns = _read_learns(site, source / "_data" / "learns.yml")
+            site.categories = _read_categories(site, source / "_data" / "categories.yml")
     if baseurl is not None:
         site.baseurl = baseurl
     site.baseurl = "/" + site.baseurl.strip("/") if site.baseurl.strip("/") else ""
