@@ -21,7 +21,7 @@ the build, artifact size (the whole set directory), loader cold open (process st
 answer, median of --opens), loader RSS after that first answer, and the p50 of hybrid and dense
 queries (the dev queries, --rounds rounds). `--schema` is passed to the build as KB_ARTIFACT_SCHEMA;
 sizes in --baseline-sizes are also built as schema 1, in the same run, for comparison. When a set's
-vectors.faiss is an HNSW index, recall@10 against exact search over the same (decoded) vectors is
+vectors.faiss is an approximate (IVF) index, recall@10 against exact search over the same (decoded) vectors is
 measured too (`--recall` measures only that, on sets kept with --work). Progress goes to stderr;
 the table (or JSON) to stdout, for docs/benchmarks.md.
 """
@@ -235,21 +235,15 @@ def child_open(index_dir: str, queries_json: str, rounds: str) -> None:
                 index.search(query, k=5, mode=mode)
                 runs.append((time.perf_counter() - start) * 1000)
     print(json.dumps({"first_answer": first_answer, "rss_mb": rss, "peak_mb": peak,
-                      "ef_search": _loader_ef_search(index),
+                      "probes": _loader_probes(index),
                       **{f"{mode}_p50_ms": statistics.median(runs) if runs else None
                          for mode, runs in timings.items()}}))
 
 
-def _loader_ef_search(index) -> int | None:
-    """efSearch of the HNSW index the loader holds (found among its attributes), else None."""
-    import faiss
-
-    for value in getattr(index, "__dict__", {}).values():
-        if isinstance(value, faiss.Index):
-            hnsw = getattr(faiss.downcast_index(value), "hnsw", None)
-            if hnsw is not None:
-                return int(hnsw.efSearch)
-    return None
+def _loader_probes(index) -> int | None:
+    """Lists probed per query by the IVF index the loader holds (its `_index`), else None."""
+    found = getattr(index, "_index", None)
+    return int(found.nprobe) if found is not None and hasattr(found, "nprobe") else None
 
 
 # ---------------------------------------------------------------- parent
@@ -301,37 +295,36 @@ def measure(site: Path, work: Path, size: int, schema: int, args, queries: list[
             "rebuild_embedded": rebuild["embedded"], "build_peak_mb": max(first["peak_mb"], rebuild["peak_mb"]),
             "open_s": statistics.median(colds), "loader_rss_mb": statistics.median(a["rss_mb"] for a in answers),
             "hybrid_ms": answers[0]["hybrid_p50_ms"], "dense_ms": answers[0]["dense_p50_ms"],
-            "artifacts_mb": total_mb, "largest": largest, "loader_ef_search": answers[0]["ef_search"],
+            "artifacts_mb": total_mb, "largest": largest, "loader_probes": answers[0]["probes"],
             "set_dir": str(output)}
 
 
-def dense_recall(set_dir: Path, queries: list[str], ef_search: int | None, loader_ef: int | None, k: int = 10) -> dict:
-    """The dense index's kind, and for HNSW its recall@k against exact inner product over the same
-    decoded vectors. Tie-aware: a returned row counts when its exact score reaches the k-th exact
+def dense_recall(set_dir: Path, queries: list[str], probes: int | None, loader_probes: int | None, k: int = 10) -> dict:
+    """The dense index's kind, and for an IVF index its recall@k against exact inner product over the
+    same decoded vectors. Tie-aware: a returned row counts when its exact score reaches the k-th exact
     score (minus 1e-6), since copies of one box score almost alike and any of them is a right answer."""
     import faiss
     import numpy as np
 
-    stored_index = faiss.read_index(str(set_dir / "vectors.faiss"))
-    index = faiss.downcast_index(stored_index)  # a view: stored_index owns the C++ object, keep it alive
+    index = faiss.read_index(str(set_dir / "vectors.faiss"))
     info = {"index": type(index).__name__, "rows": int(index.ntotal)}
-    hnsw = getattr(index, "hnsw", None)
-    if hnsw is None:
+    if not isinstance(index, faiss.IndexIVF):
         return info
-    stored = int(hnsw.efSearch)
-    ef, source = ((ef_search, "--ef-search") if ef_search else (loader_ef, "the loader's index") if loader_ef
-                  else (stored, "the index file"))
-    hnsw.efSearch = ef
+    stored = int(index.nprobe)
+    used, source = ((probes, "--probes") if probes else (loader_probes, "the loader's index") if loader_probes
+                    else (stored, "the index file"))
+    index.nprobe = used
     base = index.reconstruct_n(0, index.ntotal)
     embedder = BigramEmbedder()
     qvecs = np.stack([embedder.embed_query(q) for q in queries]).astype(np.float32)
-    log(f"recall@{k}: {len(queries)} queries against {index.ntotal:,} rows, efSearch {ef} ({source})")
+    log(f"recall@{k}: {len(queries)} queries against {index.ntotal:,} rows, {used} of {index.nlist} lists ({source})")
     _, found = index.search(qvecs, k)
     exact = qvecs @ base.T
     kth = -np.partition(-exact, k - 1, axis=1)[:, k - 1]
     hits = [sum(1 for r in row if r >= 0 and exact[q, r] >= kth[q] - 1e-6) / k for q, row in enumerate(found)]
-    return {**info, "ef_search": ef, "ef_search_source": source, "ef_search_stored": stored,
-            "queries": len(queries), "recall_mean": float(np.mean(hits)), "recall_min": float(np.min(hits))}
+    return {**info, "lists": int(index.nlist), "probes": used, "probes_source": source,
+            "queries": len(queries), "recall_mean": float(np.mean(hits)), "recall_min": float(np.min(hits)),
+            "queries_below_0.9": int(sum(h < 0.9 for h in hits))}
 
 
 def _queries(path: Path) -> list[str]:
@@ -350,8 +343,8 @@ def run_size(size: int, schemas: list[int], args, queries: list[str], show=None)
         rows = []
         for schema in schemas:
             row = measure(work / "site", work, size, schema, args, queries)
-            row["dense"] = dense_recall(Path(row["set_dir"]), queries + chunk_queries, args.ef_search,
-                                        row["loader_ef_search"])
+            row["dense"] = dense_recall(Path(row["set_dir"]), queries + chunk_queries, args.probes,
+                                        row["loader_probes"])
             if args.work is None:
                 del row["set_dir"]  # removed below
             rows.append(row)
@@ -383,22 +376,23 @@ def table_notes(rows: list[dict]) -> str:
         if "recall_mean" in d:
             lines.append(f"recall@10 of {d['index']} against exact, {r['chunks']:,} chunks v{r['schema']}: "
                          f"mean {d['recall_mean']:.4f}, min {d['recall_min']:.2f} ({d['queries']} queries, "
-                         f"efSearch {d['ef_search']} from {d['ef_search_source']})")
+                         f"{d['probes']} of {d['lists']} lists probed, from {d['probes_source']}; "
+                         f"{d['queries_below_0.9']} queries below 0.9)")
     lines.append(f"Embedder: {BigramEmbedder.provider}:{BigramEmbedder.model}. {os.cpu_count()} cores; "
                  f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     return "\n\n".join(lines)
 
 
 def recall_only(args, queries: list[str]) -> None:
-    """Recall of existing sets, with the efSearch their loader holds (one open in a new process)."""
+    """Recall of existing sets, with the probes their loader uses (one open in a new process)."""
     import knowledge_build as kb
 
     with tempfile.TemporaryDirectory(prefix="kb-bench-recall-") as cache:
         chunks = kb.extract(kb.load_config(site=args.corpus, cache_dir=Path(cache), env={})).chunks
     found = []
     for set_dir in args.recall:
-        loader_ef = None if args.ef_search else _child(f"{set_dir} open", "_open", str(set_dir), json.dumps(queries), "0")["ef_search"]
-        found.append({"set_dir": str(set_dir), **dense_recall(set_dir, queries + chunk_queries(chunks), args.ef_search, loader_ef)})
+        loader = None if args.probes else _child(f"{set_dir} open", "_open", str(set_dir), json.dumps(queries), "0")["probes"]
+        found.append({"set_dir": str(set_dir), **dense_recall(set_dir, queries + chunk_queries(chunks), args.probes, loader)})
     print(json.dumps(found, indent=2))
 
 
@@ -410,9 +404,9 @@ def main() -> None:
     parser.add_argument("--schema", type=int, choices=(1, 2), default=2, help="artifact schema to build (default 2)")
     parser.add_argument("--baseline-sizes", type=int, nargs="*", default=[],
                         help="sizes also built as schema 1 in the same run, e.g. 1000 10000")
-    parser.add_argument("--dense-index", choices=("auto", "exact", "hnsw"), help="passed as KB_DENSE_INDEX")
+    parser.add_argument("--dense-index", choices=("auto", "exact", "ivf"), help="passed as KB_DENSE_INDEX")
     parser.add_argument("--exact-max-rows", type=int, help="passed as KB_EXACT_MAX_ROWS")
-    parser.add_argument("--ef-search", type=int, help="efSearch for the recall check (default: the loader's)")
+    parser.add_argument("--probes", type=int, help="lists probed in the recall check (default: the loader's)")
     shared = Path(os.environ.get("KB_SHARED_DIR", HERE.parent.parent.parent / "shared"))
     parser.add_argument("--queries", type=Path, default=shared / "eval" / "dev_queries.jsonl")
     parser.add_argument("--opens", type=int, default=3, help="cold opens per size, the median is shown (default 3)")

@@ -64,8 +64,9 @@ def _log_to_stderr() -> None:
 @SECTIONS_OPTION
 @click.option("--schema", "artifact_schema", type=click.Choice(["1", "2"]),
               help="Artifact schema: 2 (knowledge/v2, memory-mapped; default) or 1 (knowledge/v1).")
-@click.option("--dense-index", type=click.Choice(["auto", "exact", "hnsw"]),
-              help="Schema 2: exact search, an HNSW graph, or auto (HNSW above exact_max_rows chunks). Default: auto.")
+@click.option("--dense-index", type=click.Choice(["auto", "exact", "ivf"]),
+              help="Schema 2: exact search, inverted lists (approximate), or auto (IVF above exact_max_rows chunks). "
+                   "Default: auto.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-v", "--verbose", is_flag=True, help="Also print informational diagnostics.")
 @_fail_on_library_errors

@@ -21,7 +21,7 @@ EMBEDDERS = ("local", "openai", "openai-compatible")
 # Which parts of a page outside anchored boxes become section/table chunks (sections.py):
 # none, the parts that hold no anchored box, or every part.
 SECTION_MODES = ("off", "unanchored", "all")
-DENSE_INDEXES = ("auto", "exact", "hnsw")
+DENSE_INDEXES = ("auto", "exact", "ivf")
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class Config:
     prefix_mismatch: str = "warning"  # severity of an id prefix that contradicts its box
     sections: str = "unanchored"  # off | unanchored | all: see SECTION_MODES
     artifact_schema: int = 2  # the artifact set a build writes: 2 (memory-mapped, knowledge/v2) or 1 (knowledge/v1)
-    dense_index: str = "auto"  # v2: exact | hnsw | auto (exact up to exact_max_rows chunks, HNSW above)
+    dense_index: str = "auto"  # v2: exact | ivf | auto (exact up to exact_max_rows chunks, IVF above)
     exact_max_rows: int = 50_000
     store: str | None = None  # the writable store (notes, web sources): a SQLite file or a postgresql:// URL
     max_pages: int = 50  # sources crawl: pages fetched from one index page at most

@@ -1,17 +1,17 @@
 """The dense channel's search over whichever FAISS index a set holds.
 
-v1: IndexFlatIP (float32, exact). v2: IndexScalarQuantizer fp16 (exact) or IndexHNSWSQ fp16
-(approximate, above a size; see artifacts_v2.dense_kind). A group of rows (a kind group or the rows
-a filter allows) is searched with a bitmap selector; on an HNSW graph a small group is scored
-exactly instead, since a graph walk that may only visit a few rows finds too few of them.
+v1: IndexFlatIP (float32, exact). v2: IndexScalarQuantizer fp16 (exact) or IndexIVFScalarQuantizer
+fp16 (approximate, above a size; see artifacts_v2.dense_kind). A group of rows (a kind group or the
+rows a filter allows) is searched with a bitmap selector; on inverted lists a small group is scored
+exactly instead, since the probed lists may hold too few of its rows.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-# On an HNSW index, a group of at most this many rows is scored exactly (reconstructed and
-# multiplied); larger groups are searched through the graph with a selector.
+# On inverted lists, a group of at most this many rows is scored exactly (reconstructed and
+# multiplied); larger groups are searched through the lists with a selector.
 EXACT_GROUP_ROWS = 20_000
 
 
@@ -28,20 +28,20 @@ class Selector:
         self.mask = mask
 
 
-def search(index, qvec: np.ndarray, n: int, group: Selector | None, ef_search: int) -> dict[int, float]:
+def search(index, qvec: np.ndarray, n: int, group: Selector | None) -> dict[int, float]:
     """Cosine of the top `n` rows (of `group`, when given), by row."""
     import faiss
 
     query = np.ascontiguousarray(qvec, dtype=np.float32).reshape(1, -1)
-    hnsw = isinstance(index, faiss.IndexHNSW)
-    if hnsw and group is not None and group.count <= EXACT_GROUP_ROWS:
+    ivf = isinstance(index, faiss.IndexIVF)
+    if ivf and group is not None and group.count <= EXACT_GROUP_ROWS:
         if group.rows is None:
             group.rows = np.flatnonzero(group.mask)
         scores = index.reconstruct_batch(group.rows) @ query[0] if group.count else np.zeros(0, np.float32)
         top = np.argpartition(-scores, n - 1)[:n] if n < len(scores) else np.arange(len(scores))
         return {int(group.rows[i]): float(scores[i]) for i in top}
-    if hnsw:
-        params = faiss.SearchParametersHNSW(efSearch=max(ef_search, n))
+    if ivf:
+        params = faiss.SearchParametersIVF(nprobe=index.nprobe)
         if group is not None:
             params.sel = group.selector
     else:

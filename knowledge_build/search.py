@@ -84,7 +84,6 @@ class KnowledgeIndex:
         # Relevance's coverage is measured against the anchored boxes it was calibrated on.
         self._postings = lexical if isinstance(lexical, Postings) else \
             from_token_lists(lexical["fields"] if len(chunks) else {}, ~self._parts)
-        self._ef_search = int((manifest.get("dense") or {}).get("ef_search") or 0)
         self._groups: dict = {}
 
     @classmethod
@@ -262,7 +261,7 @@ class KnowledgeIndex:
                 selector = self._groups.get(slot) or self._groups.setdefault(slot, dense.Selector(group))
             else:
                 selector = dense.Selector(group)
-            found.update(dense.search(self._index, qvec, n, selector, self._ef_search))
+            found.update(dense.search(self._index, qvec, n, selector))
         return found
 
     def _query_fields(self, query: str) -> dict[str, list[str]]:

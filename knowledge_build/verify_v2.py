@@ -31,7 +31,7 @@ from .index_rows import COLUMN_NAMES, ROW_DTYPE, ChunkRecords, Columns, concept_
 # A set whose files total at most this is verified in full on every open (sha256 of 32 MiB takes
 # about 0.05 s); larger ones at build and by `validate`.
 FULL_CHECK_BYTES = 32 << 20
-_FAISS_TYPES = {"exact": "IndexScalarQuantizer", "hnsw": "IndexHNSWSQ"}
+_FAISS_TYPES = {"exact": "IndexScalarQuantizer", "ivf": "IndexIVFScalarQuantizer"}
 
 
 @dataclass
@@ -171,6 +171,12 @@ def _faiss(path: Path, manifest: dict, n: int, dim: int):
         raise DimensionMismatch(path, dim, index.d, VECTORS)
     if index.ntotal != n:
         raise CountMismatch(path, VECTORS, n, index.ntotal)
+    if kind == "ivf":  # read_index already gives the subclass (a downcast would be a view it does not own)
+        lists = manifest["dense"].get("lists")
+        if index.nlist != lists or index.direct_map.type == faiss.DirectMap.NoMap:
+            raise ArtifactUnreadable(path, VECTORS, f"{index.nlist} inverted lists (the manifest says {lists}), "
+                                                    "or no map from rows to vectors")
+        index.nprobe = int(manifest["dense"].get("probes") or index.nprobe)
     return index
 
 

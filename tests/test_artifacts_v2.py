@@ -1,4 +1,4 @@
-"""Schema 2 artifact sets: layout, determinism, v1 still readable, HNSW, checks on open, no-change rebuilds."""
+"""Schema 2 artifact sets: layout, determinism, v1 still readable, IVF, checks on open, no-change rebuilds."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_a_build_writes_schema_2_beside_latest_json_which_names_it(site_dir):
     assert [json.loads(line)["id"] for line in lines] == sorted(c.id for c in result.chunks)
 
 
-@pytest.mark.parametrize("dense_index", ["exact", "hnsw"])
+@pytest.mark.parametrize("dense_index", ["exact", "ivf"])
 def test_the_same_input_gives_byte_identical_v2_files(site_dir, tmp_path, dense_index):
     first = _build(site_dir, tmp_path, "a", dense_index=dense_index).output
     second = _build(site_dir, tmp_path, "b", dense_index=dense_index).output
@@ -59,15 +59,17 @@ def test_a_v1_set_stays_readable_and_answers_as_the_v2_set_of_the_same_site(site
     assert v2.get("因数分解#method-tasukigake").title == v1.get("因数分解#method-tasukigake").title
 
 
-def test_an_hnsw_set_answers_as_the_exact_set_on_a_small_site(site_dir, tmp_path):
+def test_an_ivf_set_answers_as_the_exact_set_on_a_small_site(site_dir, tmp_path):
+    """With 159 chunks there are 4 lists and every list is probed, so the answers are exact."""
     exact = kb.KnowledgeIndex.open(_build(site_dir, tmp_path, "exact").output, embedder=FakeEmbedder())
-    hnsw = kb.KnowledgeIndex.open(_build(site_dir, tmp_path, "hnsw", dense_index="hnsw").output,
-                                  embedder=FakeEmbedder())
-    assert hnsw.manifest["dense"]["index"] == "hnsw" and exact.manifest["dense"]["index"] == "exact"
+    ivf = kb.KnowledgeIndex.open(_build(site_dir, tmp_path, "ivf", dense_index="ivf").output,
+                                 embedder=FakeEmbedder())
+    assert ivf.manifest["dense"] == {"index": "ivf", "dtype": "float16", "lists": 4, "probes": 4}
+    assert exact.manifest["dense"]["index"] == "exact"
     for query in QUERIES:
-        assert _ids(hnsw, query) == _ids(exact, query), query
-    assert _ids(hnsw, "二次方程式", 3) == _ids(exact, "二次方程式", 3)
-    assert [r.id for r in hnsw.search("解き方", type="method")] == [r.id for r in exact.search("解き方", type="method")]
+        assert _ids(ivf, query) == _ids(exact, query), query
+    assert _ids(ivf, "二次方程式", 3) == _ids(exact, "二次方程式", 3)
+    assert [r.id for r in ivf.search("解き方", type="method")] == [r.id for r in exact.search("解き方", type="method")]
 
 
 def test_search_follows_latest_json_to_the_v2_set(site_dir, fake_open):
@@ -203,7 +205,7 @@ def test_a_site_built_before_v2_is_read_from_knowledge_v1_by_default(site_dir, f
 
 def test_a_bad_schema_or_dense_index_setting_is_one_line(site_dir):
     for flags, expected in (({"artifact_schema": 3}, "artifact_schema must be 1 or 2"),
-                            ({"dense_index": "ivf"}, "dense_index must be one of auto, exact, hnsw")):
+                            ({"dense_index": "hnsw"}, "dense_index must be one of auto, exact, ivf")):
         with pytest.raises(kb.KnowledgeBuildError, match=expected):
             kb.load_config(site=site_dir, env={}, **flags)
 
@@ -269,11 +271,11 @@ def test_the_manifest_check_agrees_with_jsonschema_on_valid_and_broken_manifests
         assert (ours is None) == (theirs is None), (ours, theirs)
 
 
-def test_an_hnsw_graph_is_kept_in_the_cache_and_a_damaged_one_is_built_again(site_dir, tmp_path):
+def test_ivf_lists_are_kept_in_the_cache_and_damaged_ones_are_trained_again(site_dir, tmp_path):
     config = kb.load_config(site=site_dir, output=tmp_path / "a" / "v2", cache_dir=tmp_path / "cache",
-                            dense_index="hnsw", env={})
+                            dense_index="ivf", env={})
     first = kb.build(config, embedder=FakeEmbedder()).output
-    kept = list((tmp_path / "cache" / "hnsw").glob("*.faiss"))
+    kept = list((tmp_path / "cache" / "ivf").glob("*.faiss"))
     assert len(kept) == 1
     kept[0].write_bytes(kept[0].read_bytes()[:-100] + b"\0" * 100)
     again = kb.build(replace(config, output=tmp_path / "b" / "v2"), embedder=FakeEmbedder()).output
@@ -285,7 +287,7 @@ def test_build_cli_takes_the_schema_and_the_dense_index(site_dir, tmp_path, monk
 
     monkeypatch.setattr(embed, "get_embedder", lambda *a, **k: FakeEmbedder())
     monkeypatch.setattr("knowledge_build.pipeline.get_embedder", lambda *a, **k: FakeEmbedder())
-    for flags, folder, kind in ((["--schema", "1"], "v1", None), (["--dense-index", "hnsw"], "v2", "hnsw")):
+    for flags, folder, kind in ((["--schema", "1"], "v1", None), (["--dense-index", "ivf"], "v2", "ivf")):
         result = CliRunner().invoke(main, ["build", "--site", str(site_dir), "--cache-dir", str(tmp_path / "c"),
                                            "--format", "json", *flags])
         assert result.exit_code == 0, result.output
