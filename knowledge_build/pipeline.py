@@ -17,7 +17,7 @@ from .config import Config, generated_learns_path
 from .diagnostics import Diagnostic, has_errors
 from .embed import describe, get_embedder
 from .embed.cache import VectorCache
-from .embed.runner import EmbedStats, embed_with_cache
+from .embed.runner import EmbedStats, embed_rows
 from .errors import BuildFailed, ConfigError
 from .learns_gen import load_generated, old_generated_learns
 from .lexical_cache import FILE_NAME as TOKENS_FILE
@@ -112,7 +112,7 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
     """Build and write the artifact set. Raises BuildFailed (writing nothing) on site errors."""
     started = time.perf_counter()
     with TokenCache(Path(config.cache_dir) / TOKENS_FILE) as token_cache:
-        extraction = extract(config, slugs=token_cache)
+        extraction = extract(config, slugs=token_cache, keep_pages=False)
     if has_errors(extraction.diagnostics):
         raise BuildFailed(extraction.diagnostics)
     chunks = extraction.chunks
@@ -133,9 +133,12 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
                        time.perf_counter() - started)
 
 
-def embed_chunks(chunks: list[Chunk], embedder, config: Config, progress: bool = False):
-    texts = {c.content_hash: c.embed_text for c in chunks}
+def embed_chunks(chunks: list[Chunk], embedder, config: Config, progress: bool = False, out=None):
+    """(vectors, stats): row i is chunk i's vector, written into `out` when given (any (n, dim) array,
+    e.g. a memory map of the artifact being written), else into a new float32 matrix; only a window
+    of texts and cached vectors is held besides it (embed/runner.py, embed_rows)."""
+    matrix = np.zeros((len(chunks), embedder.dim), np.float32) if out is None else out
     with VectorCache(Path(config.cache_dir) / "vectors.sqlite") as cache:
-        by_hash, stats = embed_with_cache(embedder, texts, cache, config.batch_size, progress)
-    matrix = np.stack([by_hash[c.content_hash] for c in chunks]) if chunks else np.zeros((0, embedder.dim), np.float32)
+        stats = embed_rows(embedder, [c.content_hash for c in chunks], lambda row: chunks[row].embed_text,
+                           matrix, cache, config.batch_size, progress)
     return matrix, stats
