@@ -94,7 +94,7 @@ def test_bold_words_of_boxes_on_later_pages_make_a_label_for_an_earlier_box(tmp_
     assert first.learns == ("用語0",)  # 解き方 is in three boxes: a label, though two come after this one
 
 
-def test_the_build_extraction_lets_each_page_go_once_its_chunks_exist(monkeypatch):
+def test_the_build_lets_each_page_go_once_its_chunks_exist(site_dir, monkeypatch):
     alive = []
     most = [0]
     real = pipeline.scan_page
@@ -107,11 +107,11 @@ def test_the_build_extraction_lets_each_page_go_once_its_chunks_exist(monkeypatc
         return page
 
     monkeypatch.setattr(pipeline, "scan_page", scan_and_count)
-    config = load_config(site=SITE, env={})
-    pipeline.extract(config, keep_pages=False)
-    assert len(alive) > 10 and most[0] <= 1
+    config = load_config(site=site_dir, env={})
+    result = pipeline.build(config, embedder=FakeEmbedder())
+    assert len(alive) > 10 and most[0] <= 1 and result.chunks
     alive.clear()
-    kept = pipeline.extract(config)  # the control: kept pages stay alive
+    kept = pipeline.extract(config)  # the control: pages an Extraction keeps stay alive
     assert most[0] == len(alive) - 1 == len(kept.pages) - 1
 
 
