@@ -107,25 +107,14 @@ class ChunkSet:
 
 
 def make_chunks(site: Site, pages: list[Page], sections: str = "off") -> ChunkSet:
-    result = ChunkSet()
-    owner: dict[str, Page] = {}
-    for page in pages:  # a page with boxes keeps its name against a page of sections only
-        if page.elements:
-            owner.setdefault(page.material, page)
-    labels = bold_labels(pages)
+    """The chunks of these pages (sorted by id) and the diagnostics of making them, in page order.
+    A page at a time (chunk_stream.ChunkMaker): a build feeds pages as they are scanned instead."""
+    from .chunk_stream import ChunkMaker
+
+    maker = ChunkMaker(site, sections)
     for page in pages:
-        parts = wanted_parts(page.parts, sections)
-        if page.elements or parts:
-            first = owner.setdefault(page.material, page)
-            if first is not page:
-                result.diagnostics.append(_duplicate_material(page, first.rel))
-                continue
-        meta = _page_meta(site, page, result.diagnostics)
-        for element in page.elements:
-            result.chunks.append(_chunk(site, page, element, meta, labels))
-        result.chunks += [part_chunk(site, page, part, meta) for part in parts]
-    result.chunks.sort(key=lambda c: c.id)
-    return result
+        maker.add(page)
+    return maker.finish()
 
 
 def _duplicate_material(page: Page, other: str) -> Diagnostic:
@@ -154,9 +143,9 @@ def wanted_parts(parts: list, sections: str) -> list:
 LABEL_BOXES = 3  # a bold word in this many boxes of the site is a label (解き方, 答え), not a term
 
 
-def bold_labels(pages: list[Page]) -> frozenset[str]:
-    """Bold words that head parts of many boxes: they name a box's layout, not what it teaches."""
-    counts = Counter(term for page in pages for element in page.elements for term in element.bold_terms)
+def labels_of(counts: Counter) -> frozenset[str]:
+    """Bold words that head parts of many boxes (counts: term -> boxes of the site with it): they name a
+    box's layout, not what it teaches."""
     return frozenset(term for term, n in counts.items() if n >= LABEL_BOXES)
 
 

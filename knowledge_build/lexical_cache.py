@@ -22,7 +22,7 @@ import json
 import logging
 import sqlite3
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 from .keyed_sqlite import add_table, open_keyed, select_keys
 
@@ -150,9 +150,32 @@ def _decode(blob, fields: tuple[str, ...]) -> Tokens | None:
     return tokens
 
 
+BATCH = 2000  # texts per batch of analyze_batches: what a caller holds in tokens at a time
+
+
+def analyze_batches(texts: Iterable[str], analyze: Callable[[str], Tokens], analyzer: str,
+                    fields: tuple[str, ...], cache: TokenCache | None, batch_size: int = BATCH) -> Iterator[list[Tokens]]:
+    """The tokens of the texts, in order, as one list per `batch_size` consecutive texts: each batch
+    is read from the cache, its misses analysed and stored, before the next text is taken, so a
+    caller that folds a batch into postings and drops it holds one batch of tokens, not the site's.
+    `texts` may be a generator."""
+    batch: list[str] = []
+    for text in texts:
+        batch.append(text)
+        if len(batch) == batch_size:
+            yield _analyzed(batch, analyze, analyzer, fields, cache)
+            batch = []
+    if batch:
+        yield _analyzed(batch, analyze, analyzer, fields, cache)
+
+
 def analyze_cached(texts: list[str], analyze: Callable[[str], Tokens], analyzer: str, fields: tuple[str, ...],
                    cache: TokenCache | None) -> list[Tokens]:
     """The tokens of each text (in order): from the cache when it has them, else analysed and stored."""
+    return [tokens for batch in analyze_batches(texts, analyze, analyzer, fields, cache) for tokens in batch]
+
+
+def _analyzed(texts: list[str], analyze, analyzer: str, fields: tuple[str, ...], cache: TokenCache | None) -> list[Tokens]:
     keys = [text_key(t) for t in texts]
     known = cache.get_many(analyzer, keys, fields) if cache else {}
     fresh: dict[str, Tokens] = {}

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
 from .artifacts import MANIFEST, ArtifactSet, assemble, check_output_dir, write_artifacts, write_latest
 from .artifacts_v2 import assemble as assemble_v2
 from .build_memo import inputs_digest, kept_chunks, recall, remember
-from .chunks import Chunk, make_chunks, retrieval_content
+from .chunk_stream import ChunkMaker
+from .chunks import Chunk, retrieval_content
 from .config import Config, generated_learns_path
 from .diagnostics import Diagnostic, has_errors
 from .embed import describe, get_embedder
 from .embed.cache import VectorCache
-from .embed.runner import EmbedStats, embed_with_cache
+from .embed.runner import EmbedStats, embed_rows
 from .errors import BuildFailed, ConfigError
 from .learns_gen import load_generated, old_generated_learns
 from .lexical_cache import FILE_NAME as TOKENS_FILE
@@ -44,9 +47,11 @@ class BuildResult:
     seconds: float
 
 
-def extract(config: Config, slugs: TokenCache | None = None) -> Extraction:
+def extract(config: Config, slugs: TokenCache | None = None, keep_pages: bool = True) -> Extraction:
     """Scan the site and turn its knowledge elements (and, by the `sections` setting, its sections and
-    tables) into chunks (no model; no disk writes but the heading slugs put into `slugs`)."""
+    tables) into chunks (no model; no disk writes but the heading slugs put into `slugs`).
+    keep_pages=False (the build) lets each page go once its chunks exist, so memory follows the
+    chunks, not the site's HTML: `pages` is then empty."""
     if config.site is None:
         raise ConfigError("no site given. Provide a --site flag, a KB_SITE environment variable, "
                           "or a 'site' key in knowledge.yml.")
@@ -55,26 +60,39 @@ def extract(config: Config, slugs: TokenCache | None = None) -> Extraction:
     site.generated_learns = load_generated(learns_file)
     if config.generated_learns is None and not learns_file.exists():
         site.diagnostics += old_generated_learns(learns_file)
-    pages = _scan_pages(site, config, slugs)
-    chunk_set = make_chunks(site, pages, config.sections)
-    diagnostics = site.diagnostics + [d for p in pages for d in p.diagnostics] + chunk_set.diagnostics
+    maker, pages, page_diagnostics = ChunkMaker(site, config.sections), [], []
+    with closing(_scan_pages(site, config, slugs)) as scanned:  # an error ends the section memory at once
+        for page in scanned:
+            maker.add(page)
+            page_diagnostics += page.diagnostics
+            if keep_pages:
+                pages.append(page)
+    chunk_set = maker.finish()
+    diagnostics = site.diagnostics + page_diagnostics + chunk_set.diagnostics
     return Extraction(site, pages, chunk_set.chunks, diagnostics)
 
 
-def _scan_pages(site: Site, config: Config, slugs: TokenCache | None) -> list[Page]:
-    """Every page scanned; with sections on and a cache, heading slugs (section chunk ids) and the
-    parts of pages seen by an earlier build come from the cache, so a rebuild meeting no new page
-    needs no tokenizer and reads no page as sections again (section_memory.py)."""
+PARTS_FLUSH = 200  # pages whose newly read parts are stored at once (a cold build holds no more)
+
+
+def _scan_pages(site: Site, config: Config, slugs: TokenCache | None) -> Iterator[Page]:
+    """Every page scanned, one at a time; with sections on and a cache, heading slugs (section chunk
+    ids) and the parts of pages seen by an earlier build come from the cache, so a rebuild meeting no
+    new page needs no tokenizer and reads no page as sections again (section_memory.py)."""
     if config.sections == "off" or slugs is None:
-        return [scan_page(site, path, config.box_classes, config.sections) for path in find_pages(site)]
+        yield from (scan_page(site, path, config.box_classes, config.sections) for path in find_pages(site))
+        return
     from .section_memory import parts_recipe, remembered, slug_recipe
 
     recipe, parts_of = slug_recipe(), parts_recipe()
     with remembered(slugs.slugs(recipe), slugs.parts_lookup(parts_of)) as memory:
-        pages = [scan_page(site, path, config.box_classes, config.sections) for path in find_pages(site)]
+        for number, path in enumerate(find_pages(site), 1):
+            yield scan_page(site, path, config.box_classes, config.sections)
+            if number % PARTS_FLUSH == 0:
+                slugs.put_parts(parts_of, memory.fresh_parts)
+                memory.fresh_parts = {}
     slugs.put_slugs(recipe, memory.fresh_slugs)
     slugs.put_parts(parts_of, memory.fresh_parts)
-    return pages
 
 
 def lexical_text(chunk: Chunk) -> str:
@@ -120,7 +138,7 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
     if kept is not None:
         return _kept(output, *kept, started)
     with TokenCache(Path(config.cache_dir) / TOKENS_FILE) as token_cache:
-        extraction = extract(config, slugs=token_cache)
+        extraction = extract(config, slugs=token_cache, keep_pages=False)
     if has_errors(extraction.diagnostics):
         raise BuildFailed(extraction.diagnostics)
     chunks = extraction.chunks
@@ -157,9 +175,12 @@ def _kept(output: Path, build_id: str, diagnostics: list[Diagnostic], started: f
                        time.perf_counter() - started)
 
 
-def embed_chunks(chunks: list[Chunk], embedder, config: Config, progress: bool = False):
-    texts = {c.content_hash: c.embed_text for c in chunks}
+def embed_chunks(chunks: list[Chunk], embedder, config: Config, progress: bool = False, out=None):
+    """(vectors, stats): row i is chunk i's vector, written into `out` when given (any (n, dim) array,
+    e.g. a memory map of the artifact being written), else into a new float32 matrix; only a window
+    of texts and cached vectors is held besides it (embed/runner.py, embed_rows)."""
+    matrix = np.zeros((len(chunks), embedder.dim), np.float32) if out is None else out
     with VectorCache(Path(config.cache_dir) / "vectors.sqlite") as cache:
-        by_hash, stats = embed_with_cache(embedder, texts, cache, config.batch_size, progress)
-    matrix = np.stack([by_hash[c.content_hash] for c in chunks]) if chunks else np.zeros((0, embedder.dim), np.float32)
+        stats = embed_rows(embedder, [c.content_hash for c in chunks], lambda row: chunks[row].embed_text,
+                           matrix, cache, config.batch_size, progress)
     return matrix, stats

@@ -28,6 +28,11 @@ class VectorCache:
                 found[key] = vector
         return found
 
+    def known(self, embedder: str, hashes: list[str], dim: int) -> set[str]:
+        """Which of these hashes have a vector of `dim` floats (read without reading the vectors)."""
+        return {key for key, size in select_keys(self._db, "vectors", "embedder", "content_hash",
+                                                  "length(vector)", embedder, hashes) if size == dim * 4}
+
     def put_many(self, embedder: str, items: dict[str, np.ndarray]) -> None:
         with self._db:
             self._db.executemany(
