@@ -107,14 +107,24 @@ class Postings:
         self.n_reference = int(self.reference.sum())
         self._offsets = memoryview(np.ascontiguousarray(offsets, dtype=np.int64)).cast("B").cast("q")
         self._norm: dict[str, np.ndarray] = {}
+        self._found: dict[tuple[str, str], int] = {}
         self._ref_mean: dict[str, float] = {}
 
     def __len__(self) -> int:
         return len(self._offsets) - 1 if len(self._offsets) else 0
 
     def token_id(self, field: str, token: str) -> int:
-        """The token's position in the sorted vocabulary, or -1."""
-        wanted, lo, hi = key(field, token), 0, len(self)
+        """The token's position in the sorted vocabulary, or -1 (remembered: a query asks for each of
+        its tokens several times, for BM25 and for relevance's coverage)."""
+        found = self._found.get((field, token))
+        if found is None:
+            if len(self._found) > 100_000:
+                self._found.clear()
+            found = self._found[(field, token)] = self._search(key(field, token))
+        return found
+
+    def _search(self, wanted: bytes) -> int:
+        lo, hi = 0, len(self)
         vocab, offsets = self.vocab, self._offsets
         while lo < hi:
             mid = (lo + hi) // 2

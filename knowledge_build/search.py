@@ -182,7 +182,8 @@ class KnowledgeIndex:
         fused = fuse(channels, self.settings)
         if filters.get("type") is None:
             weights = type_weights(query, self.settings)
-            fused = {row: score * weights.get(self.chunks[row].type, 1.0) for row, score in fused.items()}
+            types, codes = self.columns.values["type"], self.columns.codes["type"]  # no chunk is decoded
+            fused = {row: score * weights.get(types[codes[row]], 1.0) for row, score in fused.items()}
         ordered = sorted(fused.items(), key=lambda item: (-item[1], item[0]))  # rows are in id order
         similar = self.settings.min_similarity if min_similarity is None else min_similarity
         relevant = self.settings.min_relevance if min_relevance is None else min_relevance
