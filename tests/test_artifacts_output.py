@@ -134,7 +134,7 @@ def test_jekyll_plugin_output_dir_outside_the_destination_is_refused(tmp_path):
     root = tmp_path / "site"
     shutil.copytree(SITE, root, ignore=shutil.ignore_patterns("_site", ".jekyll-cache"))
     config = root / "_config.yml"
-    config.write_text(config.read_text(encoding="utf-8").replace("output_dir: knowledge/v1", "output_dir: .."),
+    config.write_text(config.read_text(encoding="utf-8").replace("output_dir: knowledge/v2", "output_dir: .."),
                       encoding="utf-8")
     before = _snapshot(root)
     env = {**os.environ, "KNOWLEDGE_BUILD_COMMAND": f"{sys.executable} -m knowledge_build.cli",
