@@ -295,3 +295,31 @@ def test_build_cli_takes_the_schema_and_the_dense_index(site_dir, tmp_path, monk
         assert output.endswith(f"knowledge/{folder}")
         manifest = json.loads((site_dir / "_site" / "knowledge" / folder / "manifest.json").read_text())
         assert manifest.get("dense", {}).get("index") == kind
+
+
+def test_an_ivf_set_searched_through_its_lists_with_a_kind_selector_answers_as_exact(site_dir, tmp_path, monkeypatch):
+    """Groups above EXACT_GROUP_ROWS go through the inverted lists with a bitmap selector (at 100,000
+    chunks, boxes and sections); with every list probed, that is exact."""
+    from knowledge_build import dense
+
+    monkeypatch.setattr(dense, "EXACT_GROUP_ROWS", 0)
+    exact = kb.KnowledgeIndex.open(_build(site_dir, tmp_path, "exact").output, embedder=FakeEmbedder())
+    ivf = kb.KnowledgeIndex.open(_build(site_dir, tmp_path, "ivf", dense_index="ivf").output, embedder=FakeEmbedder())
+    for query in QUERIES:
+        assert _ids(ivf, query) == _ids(exact, query), query
+        assert [r.id for r in ivf.search(query, type="rule")] == [r.id for r in exact.search(query, type="rule")]
+
+
+def test_a_result_lists_at_most_20_other_locations_of_its_concept():
+    from knowledge_build.chunks import Chunk
+    from knowledge_build.index_rows import MAX_LOCATIONS, Columns
+
+    def chunk(page, title):
+        return Chunk(id=f"{page}#sec-1", material=page, anchor="sec-1", url=f"/{page}.html#sec-1", title=title,
+                     content="", excerpt="", learns=(), learns_source="heuristic", type="section", category="",
+                     level="", prerequisites=(), content_hash=page)
+
+    chunks = [chunk(f"p{i:03d}", "練習問題") for i in range(30)] + [chunk("q", "判別式"), chunk("r", "判別式")]
+    columns = Columns.from_chunks(chunks)
+    assert columns.same_concept(0) == list(range(1, MAX_LOCATIONS + 1))
+    assert columns.same_concept(30) == [31] and MAX_LOCATIONS == 20
