@@ -107,6 +107,17 @@ def vectors_file(vectors: np.ndarray, kind: str, cache_dir: Path | None = None) 
     return data
 
 
+def stored_norms(vectors: np.ndarray, block: int = 8192) -> np.ndarray:
+    """Each vector's length as FAISS's fp16 codes hold it (IEEE half, round to nearest even, as numpy),
+    so that search can divide inner products into cosines as the database computes them."""
+    norms = np.ones(len(vectors), dtype=np.float32)
+    for start in range(0, len(vectors), block):
+        part = vectors[start:start + block].astype(np.float16).astype(np.float32)
+        norms[start:start + block] = np.linalg.norm(part, axis=1)
+    norms[norms == 0] = 1.0  # a zero vector (an embedder's answer to an empty text) scores 0 either way
+    return norms
+
+
 def assemble(chunks, vectors: np.ndarray, postings, analyzer: str, embedder_info: dict, site_info: dict,
              dense_index: str = "auto", exact_max_rows: int = EXACT_MAX_ROWS, cache_dir: Path | None = None,
              columns: Columns | None = None) -> ArtifactSet:
@@ -125,6 +136,7 @@ def assemble(chunks, vectors: np.ndarray, postings, analyzer: str, embedder_info
         rows[name] = columns.codes[name]
     rows["concept"] = columns.concept
     kind = dense_kind(len(chunks), dense_index, exact_max_rows)
+    rows["norm"] = stored_norms(vectors)
     files = {CHUNKS: b"".join(lines), ROWS: npy_bytes(rows), COLUMNS: dumps(columns.to_json()),
              VECTORS: vectors_file(vectors, kind, cache_dir)}
     files.update(lexical_files(postings))

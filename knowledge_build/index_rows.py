@@ -23,8 +23,10 @@ from .text_ja import concept_key
 # The top-level "id", "material" and "url" of a chunk line: in JSON a quote inside a string is escaped,
 # so `"id":"` can only be a key (and chunks have no nested objects).
 _BRIEF = re.compile(rb'"(id|material|url)":("(?:[^"\\]|\\.)*")')
+# `norm`: the length of the row's stored (fp16) vector, so that a dense score is a cosine, as the
+# database computes it from the same published vector (an fp16 vector is unit length only to ~1e-4).
 ROW_DTYPE = np.dtype([("offset", "<u8"), ("type", "u1"), ("level", "u1"), ("material", "<u4"),
-                      ("category", "<u4"), ("concept", "<i4")])
+                      ("category", "<u4"), ("concept", "<i4"), ("norm", "<f4")])
 COLUMN_NAMES = ("type", "level", "material", "category")
 # A result's other locations (same concept elsewhere): at most this many. A generic heading
 # (「7.練習問題」 on 115 pages of the reference corpus) would list every page.
@@ -35,8 +37,9 @@ class Columns:
     """Per-row codes and the values they stand for; `materials` also carries each page's title."""
 
     def __init__(self, codes: dict[str, np.ndarray], values: dict[str, list[str]], material_titles: list[str],
-                 concept: np.ndarray):
+                 concept: np.ndarray, norms: np.ndarray | None = None):
         self.codes, self.values, self.material_titles, self.concept = codes, values, material_titles, concept
+        self.norms = norms  # v2: the stored vectors' lengths (None: unit vectors, v1's float32)
         self.size = len(concept)
         self._index = {name: {v: i for i, v in enumerate(values[name])} for name in COLUMN_NAMES}
         part_codes = [i for i, t in enumerate(values["type"]) if t in PART_TYPES]

@@ -263,7 +263,8 @@ class KnowledgeIndex:
             else:
                 selector = dense.Selector(group)
             found.update(dense.search(self._index, qvec, n, selector))
-        return found
+        norms = self.columns.norms
+        return found if norms is None else {row: score / float(norms[row]) for row, score in found.items()}
 
     def _query_fields(self, query: str) -> dict[str, list[str]]:
         """The query's lexical tokens by field, with its expansions (romaji, English, thesaurus)."""
@@ -295,6 +296,7 @@ class KnowledgeIndex:
         chunk = self.chunks[row]
         if cosine is None:
             cosine = float(np.dot(self._index.reconstruct(row), qvec)) if qvec is not None else 0.0
+            cosine /= float(self.columns.norms[row]) if self.columns.norms is not None else 1.0
         # JSON has no NaN: a non-finite number (a broken dense source) reads as no similarity.
         similarity = float(np.clip(cosine, 0.0, 1.0)) if np.isfinite(cosine) else 0.0
         score = score if np.isfinite(score) else 0.0

@@ -153,7 +153,10 @@ def _columns(path: Path, rows: np.ndarray, n: int) -> Columns:
             raise ArtifactUnreadable(path, ROWS, f"a {name} code has no value in {COLUMNS}")
     if n and int(rows["concept"].min()) < -1:
         raise ArtifactUnreadable(path, ROWS, "a concept code is below -1")
-    return Columns(codes, values, [t for _, t in materials], rows["concept"])
+    norms = rows["norm"]
+    if n and not (np.all(np.isfinite(norms)) and float(norms.min()) > 0 and float(norms.max()) < 2.0):
+        raise ArtifactUnreadable(path, ROWS, "a stored vector length is not in (0, 2) (the vectors are unit length)")
+    return Columns(codes, values, [t for _, t in materials], rows["concept"], norms)
 
 
 def _faiss(path: Path, manifest: dict, n: int, dim: int):

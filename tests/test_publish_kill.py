@@ -24,7 +24,9 @@ TIMEOUT = float(os.environ.get("KB_TEST_TIMEOUT", "120"))  # seconds a publisher
 
 def _expected(index: Path) -> tuple[str, dict]:
     manifest = json.loads((index / "manifest.json").read_text(encoding="utf-8"))
-    chunks = json.loads((index / "knowledge_chunks.json").read_text(encoding="utf-8"))
+    lines = index / "knowledge_chunks.jsonl"  # schema 2; schema 1 keeps one JSON array
+    chunks = [json.loads(line) for line in lines.read_text(encoding="utf-8").splitlines()] if lines.exists() \
+        else json.loads((index / "knowledge_chunks.json").read_text(encoding="utf-8"))
     return manifest["build_id"], {c["id"]: c["content_hash"] for c in chunks}
 
 
