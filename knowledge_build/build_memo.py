@@ -3,7 +3,8 @@
 The inputs are hashed, not their times: the bytes of every page the build reads, of `_config*.yml`
 and every file under `_data/` (learns, materials, categories), of the generated learns file, the
 settings that shape a set (sections, box classes, exclusions, baseurl, schema, dense index, id
-severities), the embedder's identity and a digest of this package's code. The memo (in the cache
+severities), the embedder's identity, a digest of this package's code and of the shipped glossary
+(section chunk ids are romanised with it). The memo (in the cache
 directory, one small JSON file per output directory) keeps that digest, the build id it produced
 and the build's diagnostics, which are reported again so a rebuild never hides a warning. The set
 is kept only when its manifest still names that build and every file still has its size; otherwise
@@ -28,11 +29,13 @@ _SHAPING = ("baseurl", "sections", "box_classes", "exclude", "missing_id", "pref
 
 
 def inputs_digest(config, site, pages: list[Path], embedder_info: dict | None, learns_file: Path) -> str:
-    from .section_memory import _code_digest
+    from .section_memory import _code_digest, slug_recipe
 
     digest = hashlib.sha256()
     digest.update(json.dumps({"settings": {k: _plain(getattr(config, k)) for k in _SHAPING},
-                              "embedder": embedder_info, "code": _code_digest()}, sort_keys=True).encode())
+                              "embedder": embedder_info, "code": _code_digest(),
+                              "slugs": slug_recipe()},  # the shipped glossary names section chunks
+                             sort_keys=True).encode())
     files = list(pages) + sorted(site.root.glob("_config*.yml"))
     data = site.root / "_data"
     if data.is_dir():
