@@ -323,3 +323,12 @@ def test_a_result_lists_at_most_20_other_locations_of_its_concept():
     columns = Columns.from_chunks(chunks)
     assert columns.same_concept(0) == list(range(1, MAX_LOCATIONS + 1))
     assert columns.same_concept(30) == [31] and MAX_LOCATIONS == 20
+
+
+def test_a_rebuild_with_another_sections_setting_or_embedder_is_a_full_build(site_dir, tmp_path):
+    config = kb.load_config(site=site_dir, cache_dir=tmp_path / "cache", env={})
+    first = kb.build(config, embedder=FakeEmbedder())
+    off = kb.build(replace(config, sections="off"), embedder=FakeEmbedder())
+    assert len(off.chunks) < len(first.chunks) and off.artifacts.build_id != first.artifacts.build_id
+    wider = kb.build(replace(config, sections="off"), embedder=FakeEmbedder(dim=32))
+    assert wider.artifacts.manifest["embedder"]["dim"] == 32 and wider.embed_stats.embedded == len(wider.chunks)
