@@ -332,3 +332,11 @@ def test_a_rebuild_with_another_sections_setting_or_embedder_is_a_full_build(sit
     assert len(off.chunks) < len(first.chunks) and off.artifacts.build_id != first.artifacts.build_id
     wider = kb.build(replace(config, sections="off"), embedder=FakeEmbedder(dim=32))
     assert wider.artifacts.manifest["embedder"]["dim"] == 32 and wider.embed_stats.embedded == len(wider.chunks)
+
+
+def test_auto_takes_inverted_lists_above_exact_max_rows_set_in_the_environment(site_dir, tmp_path):
+    config = kb.load_config(site=site_dir, cache_dir=tmp_path / "cache", env={"KB_EXACT_MAX_ROWS": "100"})
+    assert config.dense_index == "auto" and config.exact_max_rows == 100
+    assert kb.build(config, embedder=FakeEmbedder()).artifacts.manifest["dense"]["index"] == "ivf"  # 159 > 100
+    config = kb.load_config(site=site_dir, cache_dir=tmp_path / "cache", env={"KB_EXACT_MAX_ROWS": "1000"})
+    assert kb.build(config, embedder=FakeEmbedder()).artifacts.manifest["dense"]["index"] == "exact"
