@@ -188,29 +188,31 @@ class KnowledgeIndex:
         similar = self.settings.min_similarity if min_similarity is None else min_similarity
         relevant = self.settings.min_relevance if min_relevance is None else min_relevance
         results = []
-        for row, result in self._results(ordered, qvec, channels.get("dense", {}), fields, source):
-            if (similar is None or result.similarity >= similar) and (relevant is None or result.relevance >= relevant):
+        for row, score, similarity, relevance in self._candidates(ordered, qvec, channels.get("dense", {}), fields):
+            if (similar is None or similarity >= similar) and (relevant is None or relevance >= relevant):
+                result = self._result(row, score, similarity, source, relevance)
                 results.append(self._with_locations(row, result))
             if len(results) == k:
                 break
         return results
 
-    def _results(self, ordered, qvec, cosines: dict, fields: dict, source: str):
-        """(row, result) in ranked order with its relevance; computed a window at a time (the first
-        window holds the candidates the query's relevance is judged on)."""
+    def _candidates(self, ordered, qvec, cosines: dict, fields: dict):
+        """(row, score, similarity, relevance) in ranked order; computed a window at a time (the first
+        window holds the candidates the query's relevance is judged on). No chunk is decoded here:
+        only the results returned become SearchResults."""
         window = max(1, self.settings.relevance_window)
+        own = {name: tokens for name, tokens in fields.items() if name in self.settings.relevance_fields}
         query_best = None
         for start in range(0, len(ordered), max(window, 20)):
-            batch = [self._result(row, score, qvec, cosines.get(row), source)
-                     for row, score in ordered[start:start + max(window, 20)]]
-            own = {name: tokens for name, tokens in fields.items() if name in self.settings.relevance_fields}
-            coverage = lexical_coverage(self._postings, own, [r for r, _ in ordered[start:start + len(batch)]])
-            sims = [r.similarity if qvec is not None else None for r in batch]
-            parts = [bool(self._parts[row]) for row, _ in ordered[start:start + len(batch)]]
+            batch = ordered[start:start + max(window, 20)]
+            rows = [row for row, _ in batch]
+            similarities = [self._similarity(row, qvec, cosines.get(row)) for row in rows]
+            coverage = lexical_coverage(self._postings, own, rows)
+            sims = similarities if qvec is not None else [None] * len(rows)
+            parts = [bool(self._parts[row]) for row in rows]
             scores, query_best = relevances(sims, coverage, self.settings, query_best, parts)
-            cut = self.settings.relevance_threshold
-            rows = [row for row, _ in ordered[start:start + len(batch)]]
-            yield from ((row, replace(r, relevance=v, relevant=v >= cut)) for row, r, v in zip(rows, batch, scores))
+            yield from ((row, score, similarity, relevance)
+                        for (row, score), similarity, relevance in zip(batch, similarities, scores))
 
     def row_of(self, chunk_id: str) -> int | None:
         if self._by_id is None:
@@ -291,19 +293,22 @@ class KnowledgeIndex:
             found.update((int(r), float(within[r])) for r in rows if within[r] > 0)
         return found
 
-    def _result(self, row: int, score: float, qvec: np.ndarray | None, cosine: float | None,
-                source: str) -> SearchResult:
-        chunk = self.chunks[row]
+    def _similarity(self, row: int, qvec: np.ndarray | None, cosine: float | None) -> float:
+        """The row's dense cosine clipped to 0..1 and rounded as results show it."""
         if cosine is None:
             cosine = float(np.dot(self._index.reconstruct(row), qvec)) if qvec is not None else 0.0
             cosine /= float(self.columns.norms[row]) if self.columns.norms is not None else 1.0
         # JSON has no NaN: a non-finite number (a broken dense source) reads as no similarity.
-        similarity = float(np.clip(cosine, 0.0, 1.0)) if np.isfinite(cosine) else 0.0
+        return round(float(np.clip(cosine, 0.0, 1.0)) if np.isfinite(cosine) else 0.0, 6)
+
+    def _result(self, row: int, score: float, similarity: float, source: str, relevance: float) -> SearchResult:
+        chunk = self.chunks[row]
         score = score if np.isfinite(score) else 0.0
         return SearchResult(id=chunk.id, url=chunk.url, title=chunk.title, learns=chunk.learns,
-                            excerpt=chunk.excerpt, similarity=round(similarity, 6), score=round(score, 6),
+                            excerpt=chunk.excerpt, similarity=similarity, score=round(score, 6),
                             type=chunk.type, material=chunk.material, anchor=chunk.anchor, source=source,
-                            absolute_url=self.absolute_url(chunk.url))
+                            absolute_url=self.absolute_url(chunk.url), relevance=relevance,
+                            relevant=relevance >= self.settings.relevance_threshold)
 
     def _with_locations(self, row: int, result: SearchResult) -> SearchResult:
         """The result with the other places that teach its concept (done only for results returned:
