@@ -75,10 +75,7 @@ def assemble(chunks, vectors: np.ndarray, lexical_fields: dict[str, list[list[st
     """Build every file of the set in memory. Refuses NaN or infinite vectors (naming the chunk)."""
     import faiss
 
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(chunks), embedder_info["dim"])
-    bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
-    if bad.size:
-        raise NonFiniteVectors([chunks[int(row)].id for row in bad])
+    vectors = checked_vectors(chunks, vectors, embedder_info["dim"])
     index = faiss.IndexFlatIP(embedder_info["dim"])
     if len(chunks):
         index.add(vectors)
@@ -87,17 +84,34 @@ def assemble(chunks, vectors: np.ndarray, lexical_fields: dict[str, list[list[st
         VECTORS: faiss.serialize_index(index).tobytes(),
         LEXICAL: dumps_compact({"analyzer": analyzer, "fields": lexical_fields}),
     }
+    return finish_set(files, chunks, SCHEMA_VERSION, embedder_info, site_info, lexical={"analyzer": analyzer})
+
+
+def checked_vectors(chunks, vectors: np.ndarray, dim: int) -> np.ndarray:
+    """The vectors as one contiguous float32 (rows, dim) matrix; NonFiniteVectors names the chunks of
+    rows holding NaN or infinite values."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(chunks), dim)
+    bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
+    if bad.size:
+        raise NonFiniteVectors([chunks[int(row)].id for row in bad])
+    return vectors
+
+
+def finish_set(files: dict[str, bytes], chunks, schema_version: int, embedder_info: dict, site_info: dict,
+               **described) -> ArtifactSet:
+    """The set of `files` with its manifest (either schema): checksums, build id, counts, and the
+    schema's own sections (`described`: lexical, and schema 2's dense)."""
     entries = {name: {"sha256": sha256(data), "size": len(data)} for name, data in sorted(files.items())}
     by_type: dict[str, int] = {}
     for chunk in chunks:
         by_type[chunk.type] = by_type.get(chunk.type, 0) + 1
     manifest = {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": schema_version,
         "tool": {"name": "knowledge-build", "version": __version__},
         "build_id": build_id_of(entries),
         "embedder": embedder_info,
         "metric": "cosine",
-        "lexical": {"analyzer": analyzer},
+        **described,
         "counts": {"chunks": len(chunks), "materials": len({c.material for c in chunks}), "by_type": by_type},
         "files": entries,
         "site": site_info,

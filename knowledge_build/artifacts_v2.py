@@ -23,9 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
-from .artifacts import MANIFEST, ArtifactSet, build_id_of, dumps, sha256
-from .errors import NonFiniteVectors
+from .artifacts import MANIFEST, ArtifactSet, checked_vectors, dumps, finish_set
 from .index_rows import ROW_DTYPE, Columns, chunk_line
 
 SCHEMA_VERSION = 2
@@ -122,11 +120,7 @@ def assemble(chunks, vectors: np.ndarray, postings, analyzer: str, embedder_info
              dense_index: str = "auto", exact_max_rows: int = EXACT_MAX_ROWS, cache_dir: Path | None = None,
              columns: Columns | None = None) -> ArtifactSet:
     """Every file of a v2 set, in memory. Refuses NaN or infinite vectors (naming the chunk)."""
-    dim = embedder_info["dim"]
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(chunks), dim)
-    bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
-    if bad.size:
-        raise NonFiniteVectors([chunks[int(row)].id for row in bad])
+    vectors = checked_vectors(chunks, vectors, embedder_info["dim"])
     columns = columns or Columns.from_chunks(chunks)
     lines = [chunk_line(c) for c in chunks]
     rows = np.zeros(len(chunks), dtype=ROW_DTYPE)
@@ -140,28 +134,12 @@ def assemble(chunks, vectors: np.ndarray, postings, analyzer: str, embedder_info
     files = {CHUNKS: b"".join(lines), ROWS: npy_bytes(rows), COLUMNS: dumps(columns.to_json()),
              VECTORS: vectors_file(vectors, kind, cache_dir)}
     files.update(lexical_files(postings))
-    entries = {name: {"sha256": sha256(data), "size": len(data)} for name, data in sorted(files.items())}
-    by_type: dict[str, int] = {}
-    for chunk in chunks:
-        by_type[chunk.type] = by_type.get(chunk.type, 0) + 1
     dense = {"index": kind, "dtype": "float16"}
     if kind == "ivf":
         dense["lists"], dense["probes"] = ivf_shape(len(chunks))
-    manifest = {
-        "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "knowledge-build", "version": __version__},
-        "build_id": build_id_of(entries),
-        "embedder": embedder_info,
-        "metric": "cosine",
-        "dense": dense,
-        "lexical": {"analyzer": analyzer, "fields": list(postings.fields), "tokens": len(postings),
-                    "postings": int(len(postings.rows))},
-        "counts": {"chunks": len(chunks), "materials": len({c.material for c in chunks}), "by_type": by_type},
-        "files": entries,
-        "site": site_info,
-    }
-    files[MANIFEST] = dumps(manifest)
-    return ArtifactSet(manifest=manifest, files=files)
+    lexical = {"analyzer": analyzer, "fields": list(postings.fields), "tokens": len(postings),
+               "postings": int(len(postings.rows))}
+    return finish_set(files, chunks, SCHEMA_VERSION, embedder_info, site_info, dense=dense, lexical=lexical)
 
 
 def lexical_files(postings) -> dict[str, bytes]:
