@@ -128,8 +128,13 @@ def load(text: str, path="<string>", first_line: int = 1) -> YamlDocument:
         data = loader.construct_document(root) if root is not None else None
     except yaml_error as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        problem = exc.problem if isinstance(exc, refused) else f"not valid YAML: {_describe(exc)}"
-        fix = exc.fix if isinstance(exc, refused) else "fix the YAML syntax"
+        if isinstance(exc, refused):
+            problem, fix = exc.problem, exc.fix
+        elif "maximum nesting depth" in str(getattr(exc, "problem", "")):
+            # libyaml >= 0.2.6 stops at 1000 levels in its scanner, which may run ahead of our composer
+            problem, fix = f"YAML nested more than {MAX_DEPTH} levels deep", "flatten the structure"
+        else:
+            problem, fix = f"not valid YAML: {_describe(exc)}", "fix the YAML syntax"
         raise _error(path, first_line, mark, problem, fix) from None
     finally:
         loader.dispose()

@@ -83,6 +83,6 @@ def test_corpus_slugs_match_the_golden_file_for_30_real_titles(corpus_suggestion
     """The golden file holds file:line -> id only; the titles are read from the corpus here."""
     golden = Path(__file__).parent / "test_ids" / "corpus_slugs.txt"
     expected = dict(line.split(" -> ") for line in golden.read_text(encoding="utf-8").splitlines() if line)
-    found = {f"{Path(s.path).relative_to(corpus_dir).as_posix()}:{s.line}": s.id for s in corpus_suggestions}
+    found = {f"{Path(s.path).relative_to(corpus_dir.resolve()).as_posix()}:{s.line}": s.id for s in corpus_suggestions}
     assert len(expected) == 30
     assert {where: found.get(where) for where in expected} == expected
