@@ -26,7 +26,9 @@ module KnowledgeBuild
 
       command = command_for(site, config)
       output = File.join(site.dest, config.fetch("output_dir", "knowledge/v2"))
-      args = command + ["build", "--site", site.source, "--output", output]
+      # --no-progress: the output is captured and logged after the build, so progress lines would only
+      # arrive at the end, as warnings
+      args = command + ["build", "--no-progress", "--site", site.source, "--output", output]
       Jekyll.logger.info "knowledge-build:", "indexing #{site.source} into #{output}"
       stdout, stderr, status = capture(args)
       if status&.success?

@@ -15,8 +15,8 @@ import click
 
 import knowledge_build as kb
 
-from .cli_common import (_PATH, DATABASE_OPTION, INDEX_OPTION, SECTIONS_OPTION, SITE_OPTION, _fail_on_library_errors,
-                         _print_diagnostics)
+from .cli_common import (_PATH, DATABASE_OPTION, INDEX_OPTION, PROGRESS_OPTION, SECTIONS_OPTION, SITE_OPTION,
+                         _fail_on_library_errors, _print_diagnostics, show_progress)
 from .diagnostics import printable
 from .kinds import LEVELS, TYPES
 
@@ -69,16 +69,17 @@ def _log_to_stderr() -> None:
                    "Default: auto.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-v", "--verbose", is_flag=True, help="Also print informational diagnostics.")
+@PROGRESS_OPTION
 @_fail_on_library_errors
 def build(site, output, baseurl, embedder, embedding_model, embedding_dimensions, base_url, batch_size,
-          embedding_timeout, cache_dir, sections, artifact_schema, dense_index, fmt, verbose):
+          embedding_timeout, cache_dir, sections, artifact_schema, dense_index, fmt, verbose, progress):
     """Scan the site, embed new or changed chunks, and write the artifact set."""
     config = kb.load_config(site=site, output=output, baseurl=baseurl, embedder=embedder,
                             embedding_model=embedding_model, embedding_dimensions=embedding_dimensions,
                             base_url=base_url, batch_size=batch_size, embedding_timeout=embedding_timeout,
                             cache_dir=cache_dir, sections=sections, artifact_schema=artifact_schema,
                             dense_index=dense_index)
-    result = kb.build(config, progress=fmt == "text" and sys.stderr.isatty())
+    result = kb.build(config, progress=show_progress(progress, fmt))
     _print_diagnostics(result.diagnostics, verbose)
     summary = _build_summary(result)
     if fmt == "json":

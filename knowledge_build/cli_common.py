@@ -45,6 +45,16 @@ INDEX_OPTION = click.option("--index", "index_dir", type=_PATH,
 DATABASE_OPTION = click.option("--database-url",
                                help="PostgreSQL/pgvector URL (Supabase: the connection string). "
                                     "Default: setting database_url (KB_DATABASE_URL).")
+# Long work (build, publish): a bar on a terminal, a line per tenth of each stage elsewhere (progress.py).
+PROGRESS_OPTION = click.option("--progress/--no-progress", default=None,
+                               help="Progress on stderr: a bar on a terminal, else a line at each tenth of "
+                                    "each stage. Default: on with --format text, off with json.")
+
+
+def show_progress(progress: bool | None, fmt: str) -> bool:
+    return fmt == "text" if progress is None else progress
+
+
 # Commands that extract chunks from the site (build, check, report, validate).
 SECTIONS_OPTION = click.option("--sections", type=click.Choice(SECTION_MODES),
                                help="Which content outside anchored boxes becomes section/table chunks: off, "

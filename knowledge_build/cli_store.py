@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
 
 import knowledge_build as kb
 
-from .cli_common import _PATH, DATABASE_OPTION, INDEX_OPTION, SITE_OPTION, _fail_on_library_errors
+from .cli_common import (_PATH, DATABASE_OPTION, INDEX_OPTION, PROGRESS_OPTION, SITE_OPTION, _fail_on_library_errors,
+                         show_progress)
 
 @click.command()
 @INDEX_OPTION
@@ -18,8 +18,9 @@ from .cli_common import _PATH, DATABASE_OPTION, INDEX_OPTION, SITE_OPTION, _fail
 @DATABASE_OPTION
 @click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@PROGRESS_OPTION
 @_fail_on_library_errors
-def publish(index_dir, site, database_url, dry_run, fmt):
+def publish(index_dir, site, database_url, dry_run, fmt, progress):
     """Publish an artifact set to Postgres/pgvector in one transaction (diff by content).
 
     Applies pending migrations, upserts new and changed chunks, deletes chunks whose
@@ -32,7 +33,7 @@ def publish(index_dir, site, database_url, dry_run, fmt):
     config = kb.load_config(site=site, index=index_dir, database_url=database_url)
     target = resolve_index(config)
     with connect(require_database_url(config)) as conn:
-        plan = publish_set(conn, target, dry_run=dry_run, progress=fmt == "text" and sys.stderr.isatty())
+        plan = publish_set(conn, target, dry_run=dry_run, progress=show_progress(progress, fmt))
     if fmt == "json":
         click.echo(json.dumps({**plan.to_dict(), "dry_run": dry_run}, ensure_ascii=False, indent=2))
         return

@@ -24,6 +24,7 @@ from .errors import BuildFailed, ConfigError
 from .learns_gen import load_generated, old_generated_learns
 from .lexical_cache import FILE_NAME as TOKENS_FILE
 from .lexical_cache import TokenCache, analyze_cached
+from .progress import Progress
 from .scan import Page, scan_page
 from .site import Site, find_pages, open_site
 from .text_ja import ANALYZER, FIELDS, analyze_box, box_text
@@ -47,11 +48,12 @@ class BuildResult:
     seconds: float
 
 
-def extract(config: Config, slugs: TokenCache | None = None, keep_pages: bool = True) -> Extraction:
+def extract(config: Config, slugs: TokenCache | None = None, keep_pages: bool = True,
+            progress: bool = False) -> Extraction:
     """Scan the site and turn its knowledge elements (and, by the `sections` setting, its sections and
     tables) into chunks (no model; no disk writes but the heading slugs put into `slugs`).
     keep_pages=False (the build) lets each page go once its chunks exist, so memory follows the
-    chunks, not the site's HTML: `pages` is then empty."""
+    chunks, not the site's HTML: `pages` is then empty. progress: pages read, on stderr (progress.py)."""
     if config.site is None:
         raise ConfigError("no site given. Provide a --site flag, a KB_SITE environment variable, "
                           "or a 'site' key in knowledge.yml.")
@@ -61,8 +63,12 @@ def extract(config: Config, slugs: TokenCache | None = None, keep_pages: bool = 
     if config.generated_learns is None and not learns_file.exists():
         site.diagnostics += old_generated_learns(learns_file)
     maker, pages, page_diagnostics = ChunkMaker(site, config.sections), [], []
-    with closing(_scan_pages(site, config, slugs)) as scanned:  # an error ends the section memory at once
+    paths = find_pages(site)
+    # closing(): an error ends the section memory at once
+    with closing(_scan_pages(site, paths, config, slugs)) as scanned, \
+            Progress("reading pages", len(paths), "page", progress) as bar:
         for page in scanned:
+            bar.update()
             maker.add(page)
             page_diagnostics += page.diagnostics
             if keep_pages:
@@ -75,18 +81,18 @@ def extract(config: Config, slugs: TokenCache | None = None, keep_pages: bool = 
 PARTS_FLUSH = 200  # pages whose newly read parts are stored at once (a cold build holds no more)
 
 
-def _scan_pages(site: Site, config: Config, slugs: TokenCache | None) -> Iterator[Page]:
+def _scan_pages(site: Site, paths: list[Path], config: Config, slugs: TokenCache | None) -> Iterator[Page]:
     """Every page scanned, one at a time; with sections on and a cache, heading slugs (section chunk
     ids) and the parts of pages seen by an earlier build come from the cache, so a rebuild meeting no
     new page needs no tokenizer and reads no page as sections again (section_memory.py)."""
     if config.sections == "off" or slugs is None:
-        yield from (scan_page(site, path, config.box_classes, config.sections) for path in find_pages(site))
+        yield from (scan_page(site, path, config.box_classes, config.sections) for path in paths)
         return
     from .section_memory import parts_recipe, remembered, slug_recipe
 
     recipe, parts_of = slug_recipe(), parts_recipe()
     with remembered(slugs.slugs(recipe), slugs.parts_lookup(parts_of)) as memory:
-        for number, path in enumerate(find_pages(site), 1):
+        for number, path in enumerate(paths, 1):
             yield scan_page(site, path, config.box_classes, config.sections)
             if number % PARTS_FLUSH == 0:
                 slugs.put_parts(parts_of, memory.fresh_parts)
@@ -110,17 +116,20 @@ def lexical_fields(chunks: list[Chunk], cache: TokenCache | None = None) -> dict
     return {name: [a[name] for a in analyzed] for name in FIELDS}
 
 
-def lexical_postings(chunks: list[Chunk], cache: TokenCache | None = None, batch: int = 2000):
+def lexical_postings(chunks: list[Chunk], cache: TokenCache | None = None, batch: int = 2000,
+                     progress: bool = False):
     """The postings of every chunk's lexical tokens (row i = chunk i), analysed (or read from the cache)
     a batch at a time and folded in, so the build never holds every chunk's token lists at once."""
     from .kinds import PART_TYPES
     from .postings import PostingsBuilder
 
     builder = PostingsBuilder(FIELDS)
-    for start in range(0, len(chunks), batch):
-        part = chunks[start:start + batch]
-        for tokens in analyze_cached([lexical_text(c) for c in part], analyze_box, ANALYZER, FIELDS, cache):
-            builder.add(tokens)
+    with Progress("indexing words", len(chunks), "chunk", progress) as bar:
+        for start in range(0, len(chunks), batch):
+            part = chunks[start:start + batch]
+            for tokens in analyze_cached([lexical_text(c) for c in part], analyze_box, ANALYZER, FIELDS, cache):
+                builder.add(tokens)
+            bar.update(len(part))
     return builder.finish(np.array([c.type not in PART_TYPES for c in chunks], dtype=bool))
 
 
@@ -138,7 +147,7 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
     if kept is not None:
         return _kept(output, *kept, started)
     with TokenCache(Path(config.cache_dir) / TOKENS_FILE) as token_cache:
-        extraction = extract(config, slugs=token_cache, keep_pages=False)
+        extraction = extract(config, slugs=token_cache, keep_pages=False, progress=progress)
     if has_errors(extraction.diagnostics):
         raise BuildFailed(extraction.diagnostics)
     chunks = extraction.chunks
@@ -153,7 +162,7 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
             artifacts = assemble(chunks, vectors, lexical_fields(chunks, token_cache), ANALYZER, describe(embedder),
                                  site_info)
         else:
-            postings = lexical_postings(chunks, token_cache)
+            postings = lexical_postings(chunks, token_cache, progress=progress)
             artifacts = assemble_v2(chunks, vectors, postings, ANALYZER, describe(embedder), site_info,
                                     config.dense_index, config.exact_max_rows, Path(config.cache_dir))
     write_artifacts(artifacts, output)  # ArtifactWriteFailed (previous set untouched) on any OS error

@@ -70,7 +70,7 @@ def test_the_environment_command_overrides_the_configured_one(site, tmp_path):
     _jekyll(site, env_command=f"{sys.executable} {override}")
     runs = _runs(log)
     assert [r["tool"] for r in runs] == ["override"]
-    assert runs[0]["args"] == ["build", "--site", str(site), "--output", str(site / "_site" / "knowledge" / "v2")]
+    assert runs[0]["args"] == ["build", "--no-progress", "--site", str(site), "--output", str(site / "_site" / "knowledge" / "v2")]
 
 
 def test_a_relative_command_starts_at_the_site_source(site, tmp_path):

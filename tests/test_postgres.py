@@ -51,11 +51,12 @@ def test_publish_inserts_then_changes_nothing_then_applies_a_diff(fresh_db, tmp_
     result = runner.invoke(main, ["publish", "--index", str(first), "--database-url", fresh_db])
     assert result.exit_code == 0, result.output
     assert "159 new, 0 changed, 0 deleted, 0 unchanged" in result.output
+    assert "publishing: 159/159 rows (100 %)" in result.stderr.splitlines()  # stderr is not a terminal here
     build_id = json.loads((first / "manifest.json").read_text())["build_id"]
     assert _meta(fresh_db)["build_id"] == build_id and len(_rows(fresh_db)) == 159
 
     again = runner.invoke(main, ["publish", "--index", str(first), "--database-url", fresh_db])
-    assert "0 new, 0 changed, 0 deleted, 159 unchanged" in again.output
+    assert "0 new, 0 changed, 0 deleted, 159 unchanged" in again.output and "publishing" not in again.stderr
 
     def edit(root):
         page = root / "junior" / "一次方程式.html"

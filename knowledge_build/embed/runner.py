@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..progress import Progress
 from . import describe, embedder_key
 from .cache import VectorCache
 
@@ -57,7 +58,7 @@ def embed_rows(embedder, hashes: Sequence[str], text_of: Callable[[int], str], o
     # Length-sorted: similar lengths pad least and share a request's token budget (docs/benchmarks.md).
     todo = sorted((len(text_of(row)), h, row) for h, row in first.items() if h not in known)
     _estimate_cost(embedder, [row for _, _, row in todo], text_of)
-    bar = _progress(len(todo), progress)
+    bar = Progress("embedding", len(todo), "chunk", progress)
     try:
         for start in range(0, len(todo), WINDOW):
             window = todo[start:start + WINDOW]
@@ -101,19 +102,3 @@ def _groups(embedder, texts: list[str], batch_size: int | None):
     size = batch_size or FALLBACK_BATCH_SIZE
     return ((list(range(start, min(start + size, len(texts)))), embedder.embed_documents(texts[start:start + size]))
             for start in range(0, len(texts), size))
-
-
-class _NoProgress:
-    def update(self, n: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress(total: int, enabled: bool):
-    if not enabled or total == 0:
-        return _NoProgress()  # and tqdm is not even imported (a no-change rebuild)
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc="embedding", unit="chunk", disable=not enabled or total == 0, leave=False)

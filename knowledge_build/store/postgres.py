@@ -186,17 +186,16 @@ def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False
 def _upsert(conn, rows: list, progress: bool) -> None:
     if not rows:
         return
-    from tqdm import tqdm
+    from ..progress import Progress
 
     conn.execute("create temporary table knowledge_incoming (like knowledge_chunks including defaults) on commit drop")
     columns = ", ".join((*_FIELDS, "embedding"))
-    bar = tqdm(total=len(rows), desc="publishing", unit="row", disable=not progress, leave=False)
-    with conn.cursor().copy(f"copy knowledge_incoming ({columns}) from stdin") as copy:
+    with Progress("publishing", len(rows), "row", progress) as bar, \
+            conn.cursor().copy(f"copy knowledge_incoming ({columns}) from stdin") as copy:
         for chunk, vector in rows:
             copy.write_row([*(list(chunk[k]) if k in ("learns", "prerequisites") else chunk[k] for k in _FIELDS),
                             np.asarray(vector, dtype=np.float32)])
             bar.update(1)
-    bar.close()
     updates = ", ".join(f"{c} = excluded.{c}" for c in (*_FIELDS[1:], "embedding"))
     conn.execute(f"insert into knowledge_chunks ({columns}) select {columns} from knowledge_incoming"
                  f" on conflict (id) do update set {updates}, updated_at = now()")
