@@ -30,11 +30,11 @@ class Progress:
         if self._bar is not None:
             self._bar.update(n)
         elif self.enabled:
-            step = min(self.done, self.total) * STEPS // self.total
+            done = min(self.done, self.total)
+            step = done * STEPS // self.total
             if step > self._shown:
                 self._shown = step
-                percent = min(self.done, self.total) * 100 // self.total
-                print(f"{self.desc}: {self.done:,}/{self.total:,} {self.unit}s ({percent} %)",
+                print(f"{self.desc}: {self.done:,}/{self.total:,} {self.unit}s ({done * 100 // self.total} %)",
                       file=self.stream, flush=True)
 
     def close(self) -> None:
