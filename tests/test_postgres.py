@@ -70,6 +70,7 @@ def test_publish_inserts_then_changes_nothing_then_applies_a_diff(fresh_db, tmp_
     assert _meta(fresh_db)["build_id"] == build_id
     done = runner.invoke(main, ["publish", "--index", str(second), "--database-url", fresh_db, "--format", "json"])
     plan = json.loads(done.output)
+    assert "publishing" not in done.stderr  # --format json: no progress unless --progress
     assert plan["update"] == ["一次方程式#rule-transposition"] and plan["delete"] == ["一次方程式#tip-check-answer"]
     with connect(fresh_db) as conn:
         assert get_chunk(conn, "一次方程式#rule-transposition")["title"] == "移項の規則"

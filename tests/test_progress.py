@@ -99,6 +99,17 @@ def test_no_progress_json_and_a_no_change_rebuild_print_no_progress(site_dir, mo
     assert "Embedded 0 new or changed chunks; 159 came from the cache." in again.stdout
 
 
+def test_build_on_a_terminal_draws_tqdm_s_bar_and_prints_no_lines(site_dir, monkeypatch):
+    """main() itself (CliRunner would replace stderr with a stream that is no terminal)."""
+    screen = Terminal()
+    monkeypatch.setattr("sys.stderr", screen)
+    monkeypatch.setattr(knowledge_build, "build",
+                        lambda config, progress=False: BUILD(config, embedder=FakeEmbedder(), progress=progress))
+    main.main(["build", "--site", str(site_dir)], standalone_mode=False)
+    assert "\r" in screen.getvalue() and "embedding" in screen.getvalue() and "reading pages" in screen.getvalue()
+    assert _stages(screen.getvalue()) == {}
+
+
 def test_json_with_progress_keeps_stdout_parseable(site_dir, monkeypatch):
     result = _build(monkeypatch, site_dir, "--format", "json", "--progress")
     assert result.exit_code == 0, result.output
