@@ -182,7 +182,7 @@ class KnowledgeBot:
         reply(STATUS.format(chunks=stats["chunks"], sources=stats["sources"]))
 
     def delete(self, url: str, reply) -> None:
-        from .store.notes import NotFound
+        from .store.common import NotFound
         from .web.urls import normalise_url
 
         try:

@@ -6,7 +6,8 @@ import psycopg
 import pytest
 
 from knowledge_build import NoteStore
-from knowledge_build.store.notes import NotFound, split_text
+from knowledge_build.store.common import NotFound
+from knowledge_build.windows import split_text
 
 from .conftest import FakeEmbedder
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from knowledge_build import NoteStore
-from knowledge_build.store.notes import NotesUnavailable
+from knowledge_build.store.common import NotesUnavailable
 from knowledge_build.text_ja import analyze
 
 from .conftest import FakeEmbedder

@@ -10,14 +10,8 @@ import threading
 import pytest
 
 from knowledge_build.store import sources_sqlite as sources_module
-from knowledge_build.store.notes import NotFound
-from knowledge_build.store.sources import (
-    InvalidChunks,
-    SourceStore,
-    SourcesUnavailable,
-    fts_match,
-    fts_token,
-)
+from knowledge_build.store.common import InvalidChunks, NotFound, SourcesUnavailable, fts_match, fts_token
+from knowledge_build.store.sources import SourceStore
 from knowledge_build.web.chunk import WebChunk
 from tests.conftest import FakeEmbedder
 

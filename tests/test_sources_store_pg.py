@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from knowledge_build.store.notes import NotFound
-from knowledge_build.store.sources import SourceStore, SourcesUnavailable
+from knowledge_build.store.common import NotFound, SourcesUnavailable
+from knowledge_build.store.sources import SourceStore
 from tests.conftest import FakeEmbedder
 from tests.test_sources_store import TOPICS, _chunks_of, fill, page, table_page
 

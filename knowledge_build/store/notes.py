@@ -12,16 +12,16 @@ import json
 import threading
 import uuid
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import ContentTooLarge, KnowledgeBuildError
+from ..errors import ContentTooLarge
 from ..ranking import SearchSettings, fuse
 from ..search import check_query
 from ..text_ja import analyze, analyze_query, nfkc
 from ..windows import split_text
+from .common import NotesUnavailable, NotFound, utc_now
 from .sqlite_transaction import sqlite_transaction
 
 _SCHEMA = [
@@ -45,19 +45,11 @@ MAX_DOCUMENT_CHARS = 200_000
 MAX_IMPORT_CHUNKS = 1_000
 
 
-class NotFound(KnowledgeBuildError):
-    pass
-
-
-class NotesUnavailable(KnowledgeBuildError):
-    """The notes file cannot be created or opened for writing."""
-
-
 def _open_sqlite(path: Path, index, vector_index: str):
     """The notes file with its tables and indexes, or NotesUnavailable naming the file and the fix."""
-    from .sources_sqlite import _sqlite_module
+    from .sources_sqlite import sqlite_module
 
-    module, sqlite_vec = _sqlite_module(vector_index)
+    module, sqlite_vec = sqlite_module(vector_index)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = module.connect(str(path), timeout=30, check_same_thread=False, isolation_level=None)
@@ -163,7 +155,7 @@ class NoteStore:
         pieces = split_text(content, chunk_size, chunk_overlap, max_chunks=MAX_IMPORT_CHUNKS)
         items = [self._item("chunk", piece, f"{title} ({i + 1})", category=category, document_id=document_id,
                             chunk_index=i, user_id=user_id) for i, piece in enumerate(pieces)]
-        created = items[0]["created_at"] if items else _now()
+        created = items[0]["created_at"] if items else utc_now()
         rows = self._rows(items)
         with self._transaction() as cur:
             self._run(cur, "insert into knowledge_documents (id, title, source, category, metadata, chunks, user_id,"
@@ -174,7 +166,7 @@ class NoteStore:
         return {"document_id": document_id, "title": title, "chunks_created": len(items), "created_at": created}
 
     def _item(self, kind, content, title, tags=(), category="", document_id=None, chunk_index=None, user_id="anonymous"):
-        now = _now()
+        now = utc_now()
         return {"id": ("note-" if kind == "note" else "chunk-") + uuid.uuid4().hex[:16], "kind": kind,
                 "document_id": document_id, "chunk_index": chunk_index, "title": title, "content": content,
                 "tags": list(tags), "category": category, "user_id": user_id, "created_at": now, "updated_at": now}
@@ -265,8 +257,3 @@ def _unit(vector: np.ndarray) -> np.ndarray:
 
 def _public(item: dict) -> dict:
     return {k: item[k] for k in ("id", "title", "content", "tags", "user_id", "created_at", "updated_at")}
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-

@@ -22,8 +22,7 @@ import logging
 import numpy as np
 
 from ..ranking import SearchSettings
-from .notes import NotesUnavailable
-from .sources import FIELDS, fts_document, fts_match
+from .common import FIELDS, NotesUnavailable, fts_document, fts_match
 from .sources_sqlite import count_terms, selective
 
 log = logging.getLogger("knowledge_build.store")

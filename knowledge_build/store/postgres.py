@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..artifacts import decode, read_artifacts
 from ..errors import KnowledgeBuildError
+from ..verify import decode, read_artifacts
 
 DIM_TOKEN = "__DIM__"
 PUBLISH_LOCK = 7_305_001  # pg_advisory_xact_lock key: one publisher at a time

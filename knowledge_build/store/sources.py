@@ -12,31 +12,14 @@ Re-ingesting a page writes the new chunks and deletes the old ones in one transa
 
 from __future__ import annotations
 
-import logging
-import unicodedata
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import KnowledgeBuildError
 from ..ranking import SearchSettings, fuse
 from ..search import check_query
 from ..web.chunk import WebChunk
-from .notes import NotFound
-
-log = logging.getLogger("knowledge_build.store")
-
-FIELDS = ("lemma", "reading", "kana2", "page", "heading")
-
-
-class SourcesUnavailable(KnowledgeBuildError):
-    """The sources store cannot be opened or used as asked; the message says how to fix it."""
-
-
-class InvalidChunks(KnowledgeBuildError):
-    """Chunks handed to replace_source do not belong to the source named."""
-
+from .common import InvalidChunks, NotFound, utc_now
 
 class SourceStore:
     """Web sources with hybrid search. `target`: a SQLite file path or a postgresql:// URL.
@@ -70,7 +53,7 @@ class SourceStore:
                 raise InvalidChunks(f"chunk {chunk.chunk_index} belongs to {chunk.source_url}, not {source_url}. "
                                     "Fix: store each page's chunks under the page's own URL.")
         rows = prepare(self.embedder, chunks)  # the slow part, before any lock or transaction
-        crawled_at = max((c.crawled_at for c in chunks), default=None) or _now()
+        crawled_at = max((c.crawled_at for c in chunks), default=None) or utc_now()
         return self._db.replace(source_url, title, crawled_at, rows)
 
     def delete_source(self, source_url: str) -> int:
@@ -160,29 +143,6 @@ def embed_text(chunk: WebChunk) -> str:
     return "\n".join(p for p in (chunk.title, path, chunk.text) if p)
 
 
-def fts_token(token: str) -> str:
-    """A token as one FTS word: letters and digits stay; any other token (「--」, 「^2」) becomes
-    a hex spelling behind 'ˣ', which analysed text never holds (NFKC makes it 'x'), so that the
-    tokenizer neither splits it nor matches it to a part of another token."""
-    if all(unicodedata.category(c)[0] in "LN" for c in token):
-        return token
-    return "ˣ" + token.encode("utf-8").hex()
-
-
-def fts_document(tokens: dict) -> list[str]:
-    return [" ".join(fts_token(t) for t in tokens.get(name) or [] if t) for name in FIELDS]
-
-
-def fts_match(tokens: dict) -> str:
-    """An FTS5 MATCH expression: any of the query's tokens, each in its own field."""
-    parts = []
-    for name in FIELDS:
-        words = dict.fromkeys(fts_token(t) for t in tokens.get(name) or [] if t)
-        if words:
-            parts.append(f"{name} : ({' OR '.join(chr(34) + w + chr(34) for w in words)})")
-    return " OR ".join(parts)
-
-
 def _unit(vector: np.ndarray) -> np.ndarray:
     norm = float(np.linalg.norm(vector))
     return (vector / norm).astype(np.float32) if norm else vector.astype(np.float32)
@@ -193,7 +153,3 @@ def _result(row: dict, similarity: float, score: float) -> dict:
             "heading": row["heading"], "parents": row["parents"], "kind": row["kind"], "text": row["text"],
             "chunk_index": row["chunk_index"], "crawled_at": row["crawled_at"],
             "similarity": round(float(np.clip(similarity, 0, 1)), 6), "score": round(float(score), 6)}
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -11,7 +11,7 @@ import threading
 import numpy as np
 
 from ..ranking import SearchSettings
-from .sources import SourcesUnavailable, _now
+from .common import SourcesUnavailable, utc_now
 
 # Field -> (lexeme mark, tsvector weight class); ts_rank's weights are given as {D, C, B, A}.
 _MARKS = {"lemma": ("l", "A"), "page": ("p", "B"), "heading": ("h", "B"), "kana2": ("k", "C"), "reading": ("r", "D")}
@@ -98,7 +98,7 @@ class PostgresSources:
                 "insert into knowledge_sources (url, title, chunks, crawled_at, updated_at) values (%s, %s, %s, %s, %s)"
                 " on conflict (url) do update set title = excluded.title, chunks = excluded.chunks,"
                 " crawled_at = excluded.crawled_at, updated_at = excluded.updated_at",
-                (source_url, title, len(rows), crawled_at, _now()))
+                (source_url, title, len(rows), crawled_at, utc_now()))
         return len(rows)
 
     def delete(self, source_url: str) -> int | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..ranking import SearchSettings
-from .sources import FIELDS, SourcesUnavailable, _now, fts_document, fts_match, log
+from .common import FIELDS, SourcesUnavailable, fts_document, fts_match, log, utc_now
 from .sqlite_transaction import sqlite_transaction
 
 _COLUMNS = ("id", "source_url", "chunk_index", "url", "title", "heading", "parents", "kind", "text", "crawled_at",
@@ -46,7 +46,7 @@ _SQLITE_SCHEMA = [
 ]
 
 
-def _sqlite_module(vector_index: str):
+def sqlite_module(vector_index: str):
     """(sqlite3-compatible module, sqlite_vec module or None) for the vector index asked for."""
     import sqlite3
 
@@ -80,7 +80,7 @@ def _no_vec(vector_index: str, sqlite3, reason: str):
 class SqliteSources:
     def __init__(self, path: Path, dim: int, settings: SearchSettings, vector_index: str = "auto"):
         self.dim, self.settings, self.path = dim, settings, path
-        module, sqlite_vec = _sqlite_module(vector_index)
+        module, sqlite_vec = sqlite_module(vector_index)
         self._lock = threading.RLock()
         self._matrix: tuple[int, np.ndarray, np.ndarray] | None = None  # (generation, ids, vectors)
         try:
@@ -168,7 +168,7 @@ class SqliteSources:
             cur.execute("insert into knowledge_sources (url, title, chunks, crawled_at, updated_at)"
                         " values (?, ?, ?, ?, ?) on conflict (url) do update set title = excluded.title,"
                         " chunks = excluded.chunks, crawled_at = excluded.crawled_at, updated_at = excluded.updated_at",
-                        (source_url, title, len(rows), crawled_at, _now()))
+                        (source_url, title, len(rows), crawled_at, utc_now()))
         return len(rows)
 
     def delete(self, source_url: str) -> int | None:
