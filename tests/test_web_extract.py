@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from knowledge_build.web.crawler import Crawler, CrawlSettings, FetchedPage
+from knowledge_build.web.chunk import FetchedPage
+from knowledge_build.web.crawler import Crawler, CrawlSettings
 from knowledge_build.web.extract import page_chunks, page_title, parse_html
 from tests.test_web_crawler import Route, serving
 

@@ -1,4 +1,5 @@
-"""A chunk of a web page: what the extractor makes and the source store keeps."""
+"""A fetched web page (what the crawler hands the extractor) and a chunk of it (what the extractor
+makes and the source store keeps)."""
 
 from __future__ import annotations
 
@@ -15,4 +16,12 @@ class WebChunk:
     kind: str  # "section" or "table"
     text: str
     chunk_index: int  # 0..n-1 in page order
+    crawled_at: str  # ISO 8601, UTC, seconds
+
+
+@dataclass(frozen=True)
+class FetchedPage:
+    url: str  # normalised (no fragment)
+    title: str
+    html: str
     crawled_at: str  # ISO 8601, UTC, seconds

@@ -22,10 +22,11 @@ from datetime import UTC, datetime
 from urllib.parse import urljoin, urlsplit
 
 from ..errors import KnowledgeBuildError
+from .chunk import FetchedPage
 from .robots import RobotsCache
 from .urls import UrlRefused, checked_transport, host_key, normalise_url, validate_url
 
-__all__ = ["CrawlError", "CrawlReport", "CrawlSettings", "Crawler", "FetchedPage", "PageError", "PatternInvalid"]
+__all__ = ["CrawlError", "CrawlReport", "CrawlSettings", "Crawler", "PageError", "PatternInvalid"]
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
@@ -56,14 +57,6 @@ class CrawlSettings:
     allow_hosts: tuple[str, ...] = ()  # hosts ("name" or "name:port") allowed to be private addresses
     user_agent: str = "knowledge-build"
     max_bytes: int = 5_000_000  # a larger body is an error, not truncated
-
-
-@dataclass(frozen=True)
-class FetchedPage:
-    url: str  # normalised (no fragment)
-    title: str
-    html: str
-    crawled_at: str  # ISO 8601, UTC, seconds
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,8 @@ keeps one extraction for both kinds of source, so a fix to it helps both.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-from .chunk import WebChunk
-
-if TYPE_CHECKING:
-    from .crawler import FetchedPage
+from .chunk import FetchedPage, WebChunk
 
 __all__ = ["page_chunks", "page_title", "parse_html"]
 
