@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _EXPORTS = {
     "Answer": "answer", "ChatFailed": "answer", "ask": "answer",
-    "ArtifactSet": "artifacts", "read_artifacts": "artifacts",
+    "ArtifactSet": "artifacts", "read_artifacts": "verify",
     "Chunk": "chunks",
     "Config": "config", "index_dir": "config", "load_config": "config",
     "Diagnostic": "diagnostics",

@@ -27,15 +27,12 @@ from . import __version__
 from .errors import ArtifactWriteFailed, LatestNotWritten, NonFiniteVectors, OutputNotArtifactSet
 from .fsutil import atomic_write, fsync_dir, only_owned, pid_alive, remove_owned, swap_in, write_files
 
-SCHEMA_VERSION = 1
-MANIFEST = "manifest.json"
-CHUNKS = "knowledge_chunks.json"
-VECTORS = "vectors.faiss"
-LEXICAL = "lexical.json"
-LATEST = "latest.json"
-CONTENT_FILES = (CHUNKS, VECTORS, LEXICAL)
-OUR_FILES = frozenset((MANIFEST, *CONTENT_FILES))
-MAX_MANIFEST_BYTES = 1 << 20  # a real manifest is about 1 KB
+from .layout import LATEST, MANIFEST, MAX_MANIFEST_BYTES, V2_FILES
+from .layout import V1_CHUNKS as CHUNKS
+from .layout import V1_FILES as OUR_FILES
+from .layout import V1_LEXICAL as LEXICAL
+from .layout import V1_SCHEMA_VERSION as SCHEMA_VERSION
+from .layout import V1_VECTORS as VECTORS
 log = logging.getLogger("knowledge_build.artifacts")
 
 
@@ -152,9 +149,7 @@ def _ours(directory: Path) -> bool:
 
 def owned_names(directory: Path) -> set[str]:
     """The file names an earlier set in `directory` may hold: ours, and any its manifest lists."""
-    from .artifacts_v2 import OUR_FILES as SCHEMA_2_FILES
-
-    names = set(OUR_FILES) | SCHEMA_2_FILES  # a killed build's staging may hold either schema's files
+    names = set(OUR_FILES) | V2_FILES  # a killed build's staging may hold either schema's files
     manifest = _small_json(directory / MANIFEST)
     listed = manifest.get("files") if isinstance(manifest, dict) else None
     if isinstance(listed, dict):
@@ -233,15 +228,3 @@ def write_latest(out_dir: Path, artifacts: ArtifactSet) -> Path | None:
         raise LatestNotWritten(latest, exc.strerror or exc) from exc
     return latest
 
-
-_READERS = frozenset({"VerifiedSet", "check_latest", "decode", "locate", "read_artifacts", "verify_set"})
-
-
-def __getattr__(name):
-    """Reading and verifying live in verify.py (which imports this module); the names stay
-    importable from here for callers that read and write."""
-    if name in _READERS:
-        from . import verify
-
-        return getattr(verify, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

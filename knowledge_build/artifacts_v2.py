@@ -23,19 +23,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .artifacts import MANIFEST, ArtifactSet, checked_vectors, dumps, finish_set
+from .artifacts import ArtifactSet, checked_vectors, dumps, finish_set
 from .index_rows import ROW_DTYPE, Columns, chunk_line
+from .layout import V2_CHUNKS as CHUNKS
+from .layout import V2_COLUMNS as COLUMNS
+from .layout import V2_LEXICAL_FILES as LEXICAL_FILES
+from .layout import V2_ROWS as ROWS
+from .layout import V2_SCHEMA_VERSION as SCHEMA_VERSION
+from .layout import V2_VECTORS as VECTORS
 
-SCHEMA_VERSION = 2
-CHUNKS = "knowledge_chunks.jsonl"
-ROWS = "rows.npy"
-COLUMNS = "columns.json"
-VECTORS = "vectors.faiss"
-LEXICAL_FILES = {"vocab": "lexical_vocab.bin", "offsets": "lexical_vocab_offsets.npy",
-                 "indptr": "lexical_indptr.npy", "rows": "lexical_rows.npy", "tf": "lexical_tf.npy",
-                 "lengths": "lexical_lengths.npy", "df_ref": "lexical_df_ref.npy"}
-CONTENT_FILES = (CHUNKS, ROWS, COLUMNS, VECTORS, *LEXICAL_FILES.values())
-OUR_FILES = frozenset((MANIFEST, *CONTENT_FILES))
 # The dense index: exact up to this many rows, IVF above (settings dense_index, exact_max_rows).
 EXACT_MAX_ROWS = 50_000
 log = logging.getLogger("knowledge_build.artifacts")

@@ -62,17 +62,18 @@ def memo_path(cache_dir: Path, output: Path) -> Path:
 
 def recall(cache_dir: Path, output: Path, digest: str) -> tuple[str, list[Diagnostic]] | None:
     """(build id, diagnostics) of the last build of `output` from these inputs, if its set is intact."""
-    from .verify import _check_size, _load_manifest
+    from .set_files import check_size
+    from .verify import load_manifest
 
     try:
         memo = json.loads(memo_path(cache_dir, output).read_text(encoding="utf-8"))
         if memo.get("inputs") != digest:
             return None
-        manifest, _ = _load_manifest(output)
+        manifest, _ = load_manifest(output)
         if manifest["build_id"] != memo["build_id"]:
             return None
         for name, entry in manifest["files"].items():
-            _check_size(output, name, entry["size"])
+            check_size(output, name, entry["size"])
         return memo["build_id"], [Diagnostic(**d) for d in memo["diagnostics"]]
     except (OSError, ValueError, KeyError, TypeError, KnowledgeBuildError) as exc:  # any doubt: a full build
         log.debug("no reusable build for %s (%s)", output, exc)
@@ -96,9 +97,10 @@ def kept_chunks(output: Path, manifest: dict):
     """The chunks of a kept set: v2's records (decoded when read), v1's parsed."""
     import numpy as np
 
-    from .artifacts import CHUNKS
-    from .artifacts_v2 import CHUNKS as CHUNKS_V2, ROWS
-    from .chunks import Chunk
+    from .layout import V1_CHUNKS as CHUNKS
+    from .layout import V2_CHUNKS as CHUNKS_V2
+    from .layout import V2_ROWS as ROWS
+    from .model import Chunk
     from .index_rows import ChunkRecords
     from .verify_v2 import _mapped
 

@@ -8,8 +8,8 @@ instead of the pages:
 - A file name (material) belongs to the first page with boxes, wherever it is, else to the first page
   with sections (`_duplicate_material`): a page of sections only waits with its chunks until a page
   with boxes claims its name (it then loses, with the warning at its place) or the site ends.
-Diagnostics come out in page order, as if the pages had been read twice; `make_chunks(pages)` in
-chunks.py is this module over a list, so both ways give the same chunks byte for byte.
+Diagnostics come out in page order, as if the pages had been read twice; `make_chunks(pages)` is
+this module over a list, so both ways give the same chunks byte for byte.
 """
 
 from __future__ import annotations
@@ -101,3 +101,12 @@ class ChunkMaker:
 def _slim(page: Page) -> Page:
     """The page without what its chunks no longer need (elements, parts, front matter, diagnostics)."""
     return replace(page, front_matter={}, elements=[], unanchored=[], diagnostics=[], parts=[])
+
+
+def make_chunks(site: Site, pages: list[Page], sections: str = "off") -> ChunkSet:
+    """The chunks of these pages (sorted by id) and the diagnostics of making them, in page order.
+    A page at a time (ChunkMaker): a build feeds pages as they are scanned instead."""
+    maker = ChunkMaker(site, sections)
+    for page in pages:
+        maker.add(page)
+    return maker.finish()

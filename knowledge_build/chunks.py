@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from .diagnostics import Diagnostic
-from .kinds import BY_TYPE, LEVELS, learns_templates
+from .kinds import BY_TYPE, LEVELS
 from .learns_gen import source_hash
+from .model import CONTEXT_MARK, Chunk, embed_text, embedded_learns, retrieval_content, template_learns, topic_of
 from .scan import KnowledgeElement, Page
 from .site import Site
 from .tex import readable
@@ -25,96 +26,10 @@ EXCERPT_CHARS = 100
 EMBED_TEXT_VERSION = "1"
 
 
-@dataclass(frozen=True)
-class Chunk:
-    id: str
-    material: str
-    anchor: str
-    url: str
-    title: str
-    content: str
-    excerpt: str
-    learns: tuple[str, ...]
-    learns_source: str  # yaml | attribute | generated | heuristic
-    type: str
-    category: str
-    level: str
-    prerequisites: tuple[str, ...]
-    content_hash: str
-    material_title: str = ""
-    line: int = 0
-    source_path: str = ""
-    label: str = ""  # the box's number label (「コツ2」「練習1」) taken off its title
-    parents: tuple[str, ...] = ()  # sections and tables: the enclosing headings (breadcrumb), outermost first
-
-    def to_dict(self) -> dict:
-        # Every field is a str, int or tuple of str, so a shallow copy is enough; asdict's recursive
-        # copy cost 25 ms of CPU on each rebuild of the reference corpus.
-        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        data["learns"] = list(self.learns)
-        data["prerequisites"] = list(self.prerequisites)
-        if self.parents:
-            data["parents"] = list(self.parents)
-        else:
-            del data["parents"]  # optional: a box's JSON is what it was before sections existed
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Chunk":
-        values = dict(data)
-        values["learns"] = tuple(values.get("learns") or ())
-        values["prerequisites"] = tuple(values.get("prerequisites") or ())
-        values["parents"] = tuple(values.get("parents") or ())
-        known = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in values.items() if k in known})
-
-    @property
-    def embed_text(self) -> str:
-        return embed_text(self.title, self.embedded_learns, retrieval_content(self.content), self.material_title,
-                          self.parents)
-
-    @property
-    def embedded_learns(self) -> tuple[str, ...]:
-        """The learns the passage embedding sees (a heuristic box's template lines are shown, not embedded)."""
-        return embedded_learns(self.learns, self.learns_source, self.type, self.title)
-
-
-def embed_text(title: str, learns, content: str, material_title: str = "", parents=()) -> str:
-    """What the passage embedding sees: title (after the page title and, for a section, its
-    breadcrumb), what it teaches (when it says anything), then the text."""
-    title = " > ".join((*parents, title))
-    head = f"{material_title}: {title}" if material_title else title
-    return "\n".join([head, *([" / ".join(learns)] if learns else []), content])
-
-
-# A table chunk shows a row of context either side of its own rows; those lines start with this
-# mark and are left out of what the channels read, so the chunk whose own row holds a cell ranks
-# first, not its neighbours (tables.py, ROW_CONTEXT).
-CONTEXT_MARK = "(context) "
-
-
-def retrieval_content(content: str) -> str:
-    """The content the embedding and the lexical channel read: without marked context rows."""
-    if CONTEXT_MARK not in content:
-        return content
-    return "\n".join(line for line in content.split("\n") if not line.startswith(CONTEXT_MARK))
-
-
 @dataclass
 class ChunkSet:
     chunks: list[Chunk] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
-
-
-def make_chunks(site: Site, pages: list[Page], sections: str = "off") -> ChunkSet:
-    """The chunks of these pages (sorted by id) and the diagnostics of making them, in page order.
-    A page at a time (chunk_stream.ChunkMaker): a build feeds pages as they are scanned instead."""
-    from .chunk_stream import ChunkMaker
-
-    maker = ChunkMaker(site, sections)
-    for page in pages:
-        maker.add(page)
-    return maker.finish()
 
 
 def _duplicate_material(page: Page, other: str) -> Diagnostic:
@@ -273,7 +188,6 @@ def resolve_learns(site: Site, page: Page, element: KnowledgeElement,
     return heuristic_learns(element, labels), "heuristic"
 
 
-_TITLE_SUFFIX = re.compile(r"(とは|について|の定義)$")
 MAX_LEARNS = 5
 _LEARNS_CHARS = 40  # longer list items are sentences of working, not what the box teaches
 # What `readable` leaves when a line has TeX it cannot render (a bare \frac, $…$ math, x^{2}).
@@ -286,7 +200,7 @@ def heuristic_learns(element: KnowledgeElement, labels: frozenset[str] = frozens
     bold words many boxes share such as 解き方 or 答え), TeX written as text, a rule's bare formula
     named by its topic. Only a box that offers none gets the kind's template lines
     (「…の内容を理解する」), which say nothing beyond the title and are not embedded."""
-    topic = _topic(element.title) if element.type != "example" else ""
+    topic = topic_of(element.title) if element.type != "example" else ""
     terms = [t for t in element.bold_terms if t not in labels and _WORDS.search(t)]
     items: list[str] = []
     for raw in (*element.list_items, *terms):
@@ -298,16 +212,6 @@ def heuristic_learns(element: KnowledgeElement, labels: frozenset[str] = frozens
     return tuple(items) or template_learns(element.type, element.title)
 
 
-def template_learns(type_: str, title: str) -> tuple[str, ...]:
-    """The kind's template lines for a box with nothing more specific to offer."""
-    topic = _topic(title)
-    return tuple(template.format(topic=topic) for template in learns_templates(type_))
-
-
-def _topic(title: str) -> str:
-    return _TITLE_SUFFIX.sub("", title).strip() or title
-
-
 def _learns_line(raw: str, topic: str) -> str:
     """One list item or bold term as a learns line, or "" when it cannot be one."""
     text = readable(raw).strip(" ：:・→")
@@ -316,15 +220,6 @@ def _learns_line(raw: str, topic: str) -> str:
     if topic and not _WORDS.search(text) and any(c in text for c in "=＝<>≤≥"):
         return f"{topic}：{text}"  # a bare formula says what it is only with its name
     return text if len(text) >= 2 else ""
-
-
-def embedded_learns(learns, source: str, type_: str, title: str) -> tuple[str, ...]:
-    """The learns that go into the embedded text: all of them, except heuristic template lines,
-    which repeat the title with words every chunk shares (理解する, 問題を解く)."""
-    learns = tuple(learns)
-    if source == "heuristic" and learns == template_learns(type_, title):
-        return ()
-    return learns
 
 
 def excerpt(content: str, title: str = "") -> str:

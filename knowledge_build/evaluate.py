@@ -205,7 +205,7 @@ def write_reports(report: Report, out_dir: Path) -> tuple[Path, Path]:
 
 
 def _write(path: Path, text: str, option: str) -> None:
-    from .artifacts import atomic_write
+    from .fsutil import atomic_write
 
     try:
         atomic_write(path, text.encode("utf-8"))

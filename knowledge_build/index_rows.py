@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .chunks import Chunk
+from .model import Chunk
 from .kinds import PART_TYPES
 from .text_ja import concept_key
 

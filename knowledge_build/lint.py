@@ -14,7 +14,9 @@ from urllib.parse import unquote, urlsplit
 
 from .config import Config
 from .diagnostics import Diagnostic, printable
-from .ids import PagePlan, Tag, box_class, duplicate_attribute, load_glossary, locate_tags, plan_page
+from .ids import PagePlan, duplicate_attribute, plan_page
+from .slugs import load_glossary
+from .tags import Tag, box_class, locate_tags
 from .pipeline import Extraction, extract
 from .kinds import ALLOWED_PREFIXES, ID_PATTERN, KNOWLEDGE_ID
 from .scan import Page

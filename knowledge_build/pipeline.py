@@ -10,20 +10,21 @@ from typing import Iterator
 
 import numpy as np
 
-from .artifacts import MANIFEST, ArtifactSet, assemble, check_output_dir, write_artifacts, write_latest
+from .artifacts import ArtifactSet, assemble, check_output_dir, write_artifacts, write_latest
 from .artifacts_v2 import assemble as assemble_v2
 from .build_memo import inputs_digest, kept_chunks, recall, remember
 from .chunk_stream import ChunkMaker
-from .chunks import Chunk, retrieval_content
 from .config import Config, generated_learns_path
 from .diagnostics import Diagnostic, has_errors
 from .embed import describe, get_embedder
 from .embed.cache import VectorCache
 from .embed.runner import EmbedStats, embed_rows
 from .errors import BuildFailed, ConfigError
+from .layout import MANIFEST
 from .learns_gen import load_generated, old_generated_learns
 from .lexical_cache import FILE_NAME as TOKENS_FILE
 from .lexical_cache import TokenCache, analyze_cached
+from .model import Chunk, retrieval_content
 from .progress import Progress
 from .scan import Page, scan_page
 from .site import Site, find_pages, open_site
@@ -174,9 +175,9 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
 
 def _kept(output: Path, build_id: str, diagnostics: list[Diagnostic], started: float) -> BuildResult:
     """The result of a build whose inputs are those of the set in `output` (build_memo.py)."""
-    from .verify import _load_manifest
+    from .verify import load_manifest
 
-    manifest, raw = _load_manifest(output)
+    manifest, raw = load_manifest(output)
     artifacts = ArtifactSet(manifest=manifest, files={MANIFEST: raw})
     write_latest(output, artifacts)  # repairs a latest.json a killed build left naming another set
     chunks = kept_chunks(output, manifest)

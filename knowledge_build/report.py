@@ -62,7 +62,7 @@ def coverage(config: Config, index_dir: Path | None = None) -> dict:
 
 
 def _index_info(index_dir: Path) -> dict | None:
-    from .artifacts import read_artifacts
+    from .verify import read_artifacts
 
     try:
         manifest = read_artifacts(index_dir).manifest

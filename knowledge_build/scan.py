@@ -365,7 +365,7 @@ def _report_lost_boxes(page: Page, body: str, offset: int, box_classes, box_line
     if (len(_KNOWLEDGE_ID_ATTR.findall(body)) <= counted[0]
             and sum(body.count(c) for c in box_classes) <= counted[1]):
         return
-    from .ids import box_class, locate_tags
+    from .tags import box_class, locate_tags
 
     found = list(box_lines)
     for tag in locate_tags(body):

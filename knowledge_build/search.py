@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .chunks import Chunk
+from .model import Chunk
 from .errors import ArtifactUnreadable, ChunkNotFound, KnowledgeBuildError, QueryEmbeddingFailed, QueryTooLong
 from .filters import FilterVocabulary
 from .index_rows import ChunkRecords, Columns
@@ -330,7 +330,7 @@ class KnowledgeIndex:
 @lru_cache(maxsize=1)
 def _english_terms() -> dict[str, str]:
     """English slug -> Japanese terms, from the glossary that names anchors."""
-    from .ids import load_glossary
+    from .slugs import load_glossary
 
     terms: dict[str, list[str]] = {}
     for term, slug in load_glossary().items():

@@ -100,7 +100,7 @@ def _code_digest() -> str:
 
 
 def _decoded(stored: str | None) -> list | None:
-    from .sections import Part
+    from .model import Part
 
     if not stored:
         return None

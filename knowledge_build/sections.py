@@ -29,6 +29,7 @@ from functools import lru_cache
 
 from .content_type import MIXED, TABLE, detect_content_type, text_table_rows
 from .fragments import fold_decomposed, section_fragment
+from .model import Part
 from .page_blocks import Block, page_blocks, visible_text
 from .section_memory import remembered_slug
 from .tables import Table, chunk_table, html_table, tables_in_text
@@ -38,22 +39,6 @@ __all__ = ["Part", "detect_content_type", "page_parts", "page_text", "text_table
 
 LINK_LIST_SHARE = 0.6  # a section whose text is at least this much link text is a list of links
 MAX_KEY_CHARS = 60
-
-
-@dataclass(frozen=True)
-class Part:
-    kind: str  # "section" or "table"
-    heading: str  # the heading's text ("" for text before the first heading)
-    parents: tuple[str, ...]  # enclosing headings, outermost first (breadcrumb)
-    level: int  # 1..6 (0 before the first heading)
-    text: str  # section: its text outside anchored boxes; table: header + rows (+ context rows)
-    fragment: str  # an id or :~:text=… ("" for text before the first heading: the page's top)
-    key: str  # stable id part: slug of the heading path (+ "-2"… on collision; tables "-t1", rows "-r3-5")
-    line: int  # source line of the heading (or table)
-    has_anchored_box: bool  # the section contains an anchored knowledge box
-    header: tuple[str, ...] = ()  # tables: the header cells
-    rows: tuple[int, int] = (0, 0)  # tables: first/last data row (1-based) this part holds
-    core: str = ""  # tables: `text` without the context rows (caption, header, the part's own rows)
 
 
 @dataclass
@@ -269,9 +254,7 @@ def _slug(heading: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _computed_slug(heading: str) -> str:
-    from .ids import (  # ids imports scan, which may import this module
-        slug_for,
-    )
+    from .slugs import slug_for
 
     slug = slug_for(heading, _glossary()) if heading else "top"
     if not slug or slug.isdigit():
@@ -282,7 +265,7 @@ def _computed_slug(heading: str) -> str:
 
 @lru_cache(maxsize=1)
 def _glossary() -> dict[str, str]:
-    from .ids import load_glossary
+    from .slugs import load_glossary
 
     return load_glossary()
 

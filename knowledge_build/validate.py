@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .artifacts import CHUNKS
-from .artifacts_v2 import CHUNKS as CHUNKS_V2
+from .layout import V1_CHUNKS as CHUNKS
+from .layout import V2_CHUNKS as CHUNKS_V2
 from .config import Config, site_index_dir
 from .diagnostics import Diagnostic
 from .errors import KnowledgeBuildError

@@ -17,15 +17,17 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .artifacts import (CHUNKS, CONTENT_FILES, LATEST, LEXICAL, MANIFEST, MAX_MANIFEST_BYTES,
-                        VECTORS, ArtifactSet, build_id_of, sha256)
-from .errors import (AnalyzerMismatch, ArtifactsNotFound, ArtifactTooLarge, ArtifactUnreadable, BuildIdMismatch,
+from .artifacts import ArtifactSet, build_id_of, sha256
+from .errors import (AnalyzerMismatch, ArtifactsNotFound, ArtifactUnreadable, BuildIdMismatch,
                      ChecksumMismatch, CountMismatch, DimensionMismatch, EmbedderMismatch, EmbedderUnavailable,
                      ManifestInvalid, SchemaVersionMismatch, StaleLatest, UnknownEmbedder)
+from .layout import LATEST, MANIFEST, MAX_MANIFEST_BYTES
+from .layout import V1_CHUNKS as CHUNKS
+from .layout import V1_CONTENT_FILES as CONTENT_FILES
+from .layout import V1_LEXICAL as LEXICAL
+from .layout import V1_VECTORS as VECTORS
+from .set_files import check_counts, check_size, chunk_shape_problem, clip, read_bounded, short
 
-# No real set comes near this (1,000 chunks of 384 dims are 1.5 MB); it bounds what a
-# tampered manifest can make a reader load into memory.
-MAX_FILE_BYTES = 4 << 30
 _FAISS_FLAT_IP = b"IxFI"
 SCHEMA_VERSIONS = (1, 2)
 READABLE = "1 or 2"  # the fourcc FAISS writes for IndexFlatIP
@@ -69,7 +71,7 @@ def open_verified(path, embedder=None, embedder_options: dict | None = None, ful
 def _verified(path, embedder, require_embedder: bool, embedder_options: dict | None, full: bool | None,
               lazy: bool = False) -> VerifiedSet:
     set_dir, latest, named = locate(path)
-    manifest, raw = _load_manifest(set_dir)
+    manifest, raw = load_manifest(set_dir)
     if named is not None and named != manifest["build_id"]:
         raise StaleLatest(latest, named, manifest["build_id"])
     opened = None
@@ -102,15 +104,15 @@ def locate(path) -> tuple[Path, Path | None, str | None]:
         latest = path / LATEST
     else:
         return path, None, None
-    data = _parse_json(_read(latest, latest.parent, LATEST, MAX_MANIFEST_BYTES + 1), latest.parent, LATEST)
+    data = _parse_json(read_bounded(latest, latest.parent, LATEST, MAX_MANIFEST_BYTES + 1), latest.parent, LATEST)
     if not isinstance(data, dict) or not isinstance(data.get("path"), str) or not isinstance(data.get("build_id"), str):
         raise ArtifactUnreadable(latest.parent, LATEST, 'expected {"schema_version", "build_id", "path", "manifest"}')
     if data.get("schema_version") not in SCHEMA_VERSIONS or type(data.get("schema_version")) is not int:
-        raise SchemaVersionMismatch(latest, _clip(data.get("schema_version")), READABLE)
+        raise SchemaVersionMismatch(latest, clip(data.get("schema_version")), READABLE)
     base = latest.parent.resolve()
     target = (base / data["path"]).resolve()
     if not target.is_relative_to(base) or target == base:
-        raise ArtifactUnreadable(latest.parent, LATEST, f"path {_short(repr(data['path']))} is not a directory beside it")
+        raise ArtifactUnreadable(latest.parent, LATEST, f"path {short(repr(data['path']))} is not a directory beside it")
     return target, latest, data["build_id"]
 
 
@@ -129,7 +131,7 @@ def read_artifacts(path, loaded: tuple[dict, bytes] | None = None) -> ArtifactSe
     """Read a v1 set whose manifest, sizes, checksums and build id agree (sizes checked before reading);
     of a v2 set, only the manifest (its files are mapped, see verify_v2)."""
     path = Path(path)
-    manifest, raw = loaded or _load_manifest(path)
+    manifest, raw = loaded or load_manifest(path)
     if manifest["schema_version"] != 1:
         return ArtifactSet(manifest=manifest, files={MANIFEST: raw})
     entries = manifest["files"]
@@ -137,11 +139,11 @@ def read_artifacts(path, loaded: tuple[dict, bytes] | None = None) -> ArtifactSe
     if computed != manifest["build_id"]:
         raise BuildIdMismatch(path, manifest["build_id"], computed)
     for name in CONTENT_FILES:
-        _check_size(path, name, entries[name]["size"])
+        check_size(path, name, entries[name]["size"])
     _check_vectors_header(path, manifest)
     files = {MANIFEST: raw}
     for name in CONTENT_FILES:
-        data = _read(path / name, path, name, entries[name]["size"] + 1)
+        data = read_bounded(path / name, path, name, entries[name]["size"] + 1)
         if len(data) != entries[name]["size"]:
             raise ChecksumMismatch(path, name, f"size {len(data)} bytes, manifest says {entries[name]['size']}")
         if sha256(data) != entries[name]["sha256"]:
@@ -158,7 +160,7 @@ def decode(artifacts: ArtifactSet, path):
     problem = chunk_shape_problem(chunks)
     if problem:
         raise ArtifactUnreadable(path, CHUNKS, problem)
-    _check_counts(path, manifest["counts"], chunks)
+    check_counts(path, manifest["counts"], chunks)
     index = _load_index(path, artifacts.files[VECTORS], manifest, chunks)
     lexical = _parse_json(artifacts.files[LEXICAL], path, LEXICAL)
     _check_lexical(path, lexical, manifest["lexical"]["analyzer"], len(chunks))
@@ -179,7 +181,7 @@ def schema_problem(data, schema_name: str) -> str | None:
     if found is None:
         return None
     where, what = found
-    return f"{'/'.join(str(p) for p in where) or 'top level'}: {_short(what, 160)}"
+    return f"{'/'.join(str(p) for p in where) or 'top level'}: {short(what, 160)}"
 
 
 _SCHEMA_TYPES = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float), "boolean": bool}
@@ -192,18 +194,18 @@ def _violation(value, schema: dict, where: tuple) -> tuple[tuple, str] | None:
     if expected is not None:
         kind = _SCHEMA_TYPES[expected]
         if not isinstance(value, kind) or (isinstance(value, bool) and expected != "boolean"):
-            return where, f"{_clip(value)!r} is not of type {expected!r}"
+            return where, f"{clip(value)!r} is not of type {expected!r}"
     if "const" in schema and (value != schema["const"] or type(value) is not type(schema["const"])):
         return where, f"{schema['const']!r} was expected"
     if "enum" in schema and value not in schema["enum"]:
-        return where, f"{_clip(value)!r} is not one of {schema['enum']!r}"
+        return where, f"{clip(value)!r} is not one of {schema['enum']!r}"
     if isinstance(value, str) and "pattern" in schema and not re.search(schema["pattern"], value):
-        return where, f"{_clip(value)!r} does not match {schema['pattern']!r}"
+        return where, f"{clip(value)!r} does not match {schema['pattern']!r}"
     if isinstance(value, (int, float)) and "minimum" in schema and value < schema["minimum"]:
         return where, f"{value!r} is less than the minimum of {schema['minimum']}"
     if isinstance(value, list):
         if len(value) < schema.get("minItems", 0):
-            return where, f"{_clip(value)!r} should be non-empty"
+            return where, f"{clip(value)!r} should be non-empty"
         for index, item in enumerate(value):
             found = _violation(item, schema.get("items", {}), (*where, index))
             if found:
@@ -225,7 +227,7 @@ def _object_violation(value: dict, schema: dict, where: tuple) -> tuple[tuple, s
         if name in properties:
             found = _violation(item, properties[name], (*where, name))
         elif extra is False:
-            return where, f"Additional properties are not allowed ({_clip(name)!r} was unexpected)"
+            return where, f"Additional properties are not allowed ({clip(name)!r} was unexpected)"
         elif isinstance(extra, dict):
             found = _violation(item, extra, (*where, name))
         if found:
@@ -240,53 +242,7 @@ def _schema(schema_name: str) -> dict:
     return json.loads(resources.files("knowledge_build.schemas").joinpath(schema_name).read_text(encoding="utf-8"))
 
 
-def chunk_shape_problem(chunks) -> str | None:
-    """Required fields, types and enums of knowledge_chunks.schema.json, read from the schema.
-
-    Not jsonschema itself: on the reference corpus (1,046 chunks) it took 0.4 s of a 0.9 s
-    open; this takes milliseconds and covers what the code relies on (the id/url patterns are
-    checked by `validate`'s comparison with the HTML)."""
-    if not isinstance(chunks, list):
-        return "top level: not a JSON array of chunks"
-    required, properties = _chunk_fields()
-    for row, chunk in enumerate(chunks):
-        if not isinstance(chunk, dict):
-            return f"{row}: not an object"
-        for name in required:
-            if name not in chunk:
-                return f"{row}: {name!r} is a required property"
-        for name, value in chunk.items():
-            spec = properties.get(name)
-            if spec is None:
-                return f"{row}: unexpected field {_clip(name)!r}"
-            if not _has_type(value, spec):
-                return f"{row}/{name}: {_short(repr(value))} is not a valid {spec.get('type') or 'value'}"
-    return None
-
-
-_JSON_TYPES = {"string": str, "array": list, "integer": int, "object": dict}
-
-
-def _has_type(value, spec: dict) -> bool:
-    expected = _JSON_TYPES.get(spec.get("type"))
-    if expected is not None and (not isinstance(value, expected) or isinstance(value, bool)):
-        return False
-    if "enum" in spec and value not in spec["enum"]:
-        return False
-    items = spec.get("items")
-    return not (expected is list and items and not all(_has_type(item, items) for item in value))
-
-
-@lru_cache(maxsize=1)
-def _chunk_fields() -> tuple[tuple[str, ...], dict]:
-    from importlib import resources
-
-    text = resources.files("knowledge_build.schemas").joinpath("knowledge_chunks.schema.json").read_text(encoding="utf-8")
-    item = json.loads(text)["items"]
-    return tuple(item["required"]), item["properties"]
-
-
-def _load_manifest(path: Path) -> tuple[dict, bytes]:
+def load_manifest(path: Path) -> tuple[dict, bytes]:
     manifest_path = path / MANIFEST
     try:
         info = manifest_path.stat()
@@ -298,13 +254,13 @@ def _load_manifest(path: Path) -> tuple[dict, bytes]:
         raise ManifestInvalid(path, "not a regular file")
     if info.st_size > MAX_MANIFEST_BYTES:
         raise ManifestInvalid(path, f"{info.st_size} bytes; a manifest has a few kilobytes")
-    raw = _read(manifest_path, path, MANIFEST, MAX_MANIFEST_BYTES + 1)
+    raw = read_bounded(manifest_path, path, MANIFEST, MAX_MANIFEST_BYTES + 1)
     manifest = _parse_json(raw, path, MANIFEST)
     if not isinstance(manifest, dict):
         raise ManifestInvalid(path, f"a JSON {type(manifest).__name__.replace('NoneType', 'null')}, not an object")
     version = manifest.get("schema_version")
     if version not in SCHEMA_VERSIONS or type(version) is not int:
-        raise SchemaVersionMismatch(path, _clip(version), READABLE)
+        raise SchemaVersionMismatch(path, clip(version), READABLE)
     problem = schema_problem(manifest, "manifest.schema.json" if version == 1 else "manifest.v2.schema.json")
     if problem:
         raise ManifestInvalid(path, problem)
@@ -320,36 +276,10 @@ def _parse_json(raw: bytes, path: Path, name: str):
     except RecursionError:
         detail = "JSON nested too deeply"
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
-        detail = f"not valid JSON: {_short(str(exc), 120)}"
+        detail = f"not valid JSON: {short(str(exc), 120)}"
     if name == MANIFEST:
         raise ManifestInvalid(path, detail)
     raise ArtifactUnreadable(path, name, detail)
-
-
-def _read(file: Path, path: Path, name: str, limit: int) -> bytes:
-    """At most `limit` bytes of `file` (the callers know how large it may be)."""
-    try:
-        with open(file, "rb") as handle:
-            return handle.read(limit)
-    except FileNotFoundError:
-        raise ChecksumMismatch(path, name, "file missing") from None
-    except OSError as exc:
-        raise ArtifactUnreadable(path, name, exc.strerror or exc) from exc
-
-
-def _check_size(path: Path, name: str, expected: int) -> None:
-    if expected > MAX_FILE_BYTES:
-        raise ArtifactTooLarge(path, name, expected, MAX_FILE_BYTES)
-    try:
-        info = (path / name).stat()
-    except FileNotFoundError:
-        raise ChecksumMismatch(path, name, "file missing") from None
-    except OSError as exc:
-        raise ArtifactUnreadable(path, name, exc.strerror or exc) from exc
-    if not stat.S_ISREG(info.st_mode):
-        raise ArtifactUnreadable(path, name, "not a regular file")
-    if info.st_size != expected:
-        raise ChecksumMismatch(path, name, f"size {info.st_size} bytes, manifest says {expected}")
 
 
 @lru_cache(maxsize=1)
@@ -365,7 +295,7 @@ def _check_vectors_header(path: Path, manifest: dict) -> None:
     not hold exactly counts.chunks x dim vectors is refused before it is read."""
     expected_rows, dim = manifest["counts"]["chunks"], manifest["embedder"]["dim"]
     header_size = _flat_header_size()
-    header = _read(path / VECTORS, path, VECTORS, header_size)
+    header = read_bounded(path / VECTORS, path, VECTORS, header_size)
     if len(header) < header_size or header[:4] != _FAISS_FLAT_IP:
         raise ArtifactUnreadable(path, VECTORS, "not a FAISS IndexFlatIP (inner product = cosine)")
     (found_dim,), (rows,) = struct.unpack_from("<i", header, 4), struct.unpack_from("<q", header, 8)
@@ -379,23 +309,6 @@ def _check_vectors_header(path: Path, manifest: dict) -> None:
                                                 f"take {header_size + rows * dim * 4}")
 
 
-def _check_counts(path: Path, counts: dict, chunks: list[dict]) -> None:
-    if len(chunks) != counts["chunks"]:
-        raise CountMismatch(path, CHUNKS, counts["chunks"], len(chunks))
-    ids = [c["id"] for c in chunks]
-    if any(a >= b for a, b in zip(ids, ids[1:])):
-        raise ArtifactUnreadable(path, CHUNKS, "chunk ids are not unique and sorted")
-    materials = len({c["material"] for c in chunks})
-    if materials != counts["materials"]:
-        raise CountMismatch(path, f"{CHUNKS} (materials)", counts["materials"], materials)
-    by_type: dict[str, int] = {}
-    for chunk in chunks:
-        by_type[chunk["type"]] = by_type.get(chunk["type"], 0) + 1
-    for kind in sorted(by_type.keys() | counts["by_type"].keys()):
-        if by_type.get(kind, 0) != counts["by_type"].get(kind, 0):
-            raise CountMismatch(path, f"{CHUNKS} (type {kind!r})", counts["by_type"].get(kind, 0), by_type.get(kind, 0))
-
-
 def _load_index(path: Path, data: bytes, manifest: dict, chunks: list[dict]):
     import faiss
     import numpy as np
@@ -403,7 +316,7 @@ def _load_index(path: Path, data: bytes, manifest: dict, chunks: list[dict]):
     try:
         index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
     except RuntimeError as exc:
-        raise ArtifactUnreadable(path, VECTORS, f"FAISS cannot read it: {_short(str(exc).splitlines()[-1], 120)}") from exc
+        raise ArtifactUnreadable(path, VECTORS, f"FAISS cannot read it: {short(str(exc).splitlines()[-1], 120)}") from exc
     if type(index) is not faiss.IndexFlatIP or index.metric_type != faiss.METRIC_INNER_PRODUCT:
         raise ArtifactUnreadable(path, VECTORS, f"a {type(index).__name__}, not the IndexFlatIP that metric 'cosine' needs")
     if index.ntotal != manifest["counts"]["chunks"]:
@@ -423,11 +336,11 @@ def _check_lexical(path: Path, lexical, analyzer: str, rows: int) -> None:
     if not isinstance(lexical, dict) or not isinstance(lexical.get("fields"), dict):
         raise ArtifactUnreadable(path, LEXICAL, 'expected an object {"analyzer", "fields"}')
     if lexical.get("analyzer") != analyzer:
-        raise ArtifactUnreadable(path, LEXICAL, f"analyzer {_short(repr(lexical.get('analyzer')))} differs from "
+        raise ArtifactUnreadable(path, LEXICAL, f"analyzer {short(repr(lexical.get('analyzer')))} differs from "
                                                 f"the manifest's {analyzer!r}")
     for name, docs in lexical["fields"].items():
         if not isinstance(docs, list):
-            raise ArtifactUnreadable(path, LEXICAL, f"field {_short(repr(name))} is not a list")
+            raise ArtifactUnreadable(path, LEXICAL, f"field {short(repr(name))} is not a list")
         if len(docs) != rows:
             raise CountMismatch(path, f"{LEXICAL} field '{name}'", rows, len(docs))
         if not all(isinstance(doc, list) and all(isinstance(t, str) for t in doc) for doc in docs):
@@ -438,7 +351,7 @@ def _check_analyzer(path: Path, lexical: dict) -> None:
     from .text_ja import ANALYZER, FIELDS
 
     if lexical["analyzer"] != ANALYZER:
-        raise AnalyzerMismatch(path, _short(lexical["analyzer"]), ANALYZER)
+        raise AnalyzerMismatch(path, short(lexical["analyzer"]), ANALYZER)
     missing = [f for f in FIELDS if f not in lexical["fields"]]
     if missing:
         raise ArtifactUnreadable(path, LEXICAL, f"field(s) {', '.join(missing)} missing")
@@ -449,7 +362,7 @@ def _check_analyzer_v2(path: Path, manifest: dict) -> None:
 
     lexical = manifest["lexical"]
     if lexical["analyzer"] != ANALYZER:
-        raise AnalyzerMismatch(path, _short(lexical["analyzer"]), ANALYZER)
+        raise AnalyzerMismatch(path, short(lexical["analyzer"]), ANALYZER)
     missing = [f for f in FIELDS if f not in lexical["fields"]]
     if missing:
         raise ArtifactUnreadable(path, MANIFEST, f"lexical field(s) {', '.join(missing)} missing")
@@ -461,23 +374,9 @@ def _embedder_for(path: Path, built_with: dict, embedder, options: dict):
 
     if embedder is None:
         if built_with["provider"] not in PROVIDERS:
-            raise UnknownEmbedder(path, _clip(built_with["provider"]), PROVIDERS)
+            raise UnknownEmbedder(path, clip(built_with["provider"]), PROVIDERS)
         embedder = get_embedder(built_with["provider"], model=built_with["model"], known_dim=built_with["dim"],
                                 **{k: v for k, v in options.items() if v is not None})
     if describe(embedder) != built_with:
         raise EmbedderMismatch(path, embedder_key(built_with), embedder_key(describe(embedder)))
     return embedder
-
-
-def _clip(value):
-    """A value to show in a message: itself, or the start of its repr when that is long."""
-    try:
-        text = repr(value)
-    except RecursionError:
-        return "(nested too deeply)"
-    return value if len(text) <= 60 else _short(text)
-
-
-def _short(text: str, limit: int = 60) -> str:
-    text = str(text)
-    return text if len(text) <= limit else text[:limit] + "…"

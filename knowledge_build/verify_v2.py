@@ -24,9 +24,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .artifacts_v2 import CHUNKS, COLUMNS, CONTENT_FILES, LEXICAL_FILES, ROWS, VECTORS
 from .errors import ArtifactUnreadable, ChecksumMismatch, CountMismatch, DimensionMismatch
 from .index_rows import COLUMN_NAMES, ROW_DTYPE, ChunkRecords, Columns, concept_groups
+from .layout import V2_CHUNKS as CHUNKS
+from .layout import V2_COLUMNS as COLUMNS
+from .layout import V2_CONTENT_FILES as CONTENT_FILES
+from .layout import V2_LEXICAL_FILES as LEXICAL_FILES
+from .layout import V2_ROWS as ROWS
+from .layout import V2_VECTORS as VECTORS
 
 # A set whose files total at most this is verified in full on every open (sha256 of 32 MiB takes
 # about 0.05 s); larger ones at build and by `validate`.
@@ -87,7 +92,7 @@ def open_set(path: Path, manifest: dict, full: bool | None = None) -> OpenedV2:
 
 
 def _check_size(path: Path, name: str, entries: dict) -> None:
-    from .verify import _check_size as check
+    from .set_files import check_size as check
 
     if name not in entries:
         raise ChecksumMismatch(path, name, "not listed in the manifest")
@@ -134,10 +139,10 @@ def _kind(dtype: np.dtype) -> str:
 
 
 def _columns(path: Path, rows: np.ndarray, n: int) -> Columns:
-    from .verify import _read
+    from .set_files import read_bounded
 
     try:
-        data = json.loads(_read(path / COLUMNS, path, COLUMNS, 64 << 20))
+        data = json.loads(read_bounded(path / COLUMNS, path, COLUMNS, 64 << 20))
     except (ValueError, RecursionError) as exc:
         raise ArtifactUnreadable(path, COLUMNS, f"not valid JSON ({str(exc)[:80]})") from exc
     lists = {name: data.get(name) if isinstance(data, dict) else None for name in ("type", "level", "category")}
@@ -185,8 +190,8 @@ def _faiss(path: Path, manifest: dict, n: int, dim: int):
 
 def _check_contents(path: Path, manifest: dict, chunks: ChunkRecords, columns: Columns, index, postings) -> None:
     """Everything the cheap open trusts: chunks, counts, columns, vectors, postings."""
-    from .chunks import Chunk
-    from .verify import _check_counts, chunk_shape_problem
+    from .model import Chunk
+    from .set_files import check_counts, chunk_shape_problem
 
     try:
         raw = [chunks.raw(row) for row in range(len(chunks))]
@@ -195,7 +200,7 @@ def _check_contents(path: Path, manifest: dict, chunks: ChunkRecords, columns: C
     problem = chunk_shape_problem(raw)
     if problem:
         raise ArtifactUnreadable(path, CHUNKS, problem)
-    _check_counts(path, manifest["counts"], raw)
+    check_counts(path, manifest["counts"], raw)
     expected = Columns.from_chunks([Chunk.from_dict(c) for c in raw])
     for name in COLUMN_NAMES:
         if [columns.values[name][c] for c in columns.codes[name]] != [expected.values[name][c] for c in expected.codes[name]]:

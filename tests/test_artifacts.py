@@ -11,7 +11,7 @@ import pytest
 
 from knowledge_build import (ChecksumMismatch, CountMismatch, DimensionMismatch, EmbedderMismatch,
                              KnowledgeIndex, build, get_embedder, load_config)
-from knowledge_build.artifacts import read_artifacts
+from knowledge_build.verify import read_artifacts
 
 from .conftest import FakeEmbedder
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from knowledge_build import KnowledgeIndex, build, load_config
 from knowledge_build import artifacts as artifacts_module
-from knowledge_build import artifacts_v2
+from knowledge_build import layout
 from knowledge_build import fsutil
 from knowledge_build.cli import main
 from knowledge_build.errors import (ArtifactUnreadable, ArtifactWriteFailed, NonFiniteVectors,
@@ -29,7 +29,7 @@ from .conftest import SITE, FakeEmbedder
 # Schema 2 is what a build writes by default; schema 1 is still written on request, and both go through
 # the same output checks, staging, swap and clean-up, so the tests of those run for both.
 BOTH_SCHEMAS = pytest.mark.parametrize("schema", [1, 2])
-SET_FILES = {1: sorted(artifacts_module.OUR_FILES), 2: sorted(artifacts_v2.OUR_FILES)}
+SET_FILES = {1: sorted(layout.V1_FILES), 2: sorted(layout.V2_FILES)}
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import knowledge_build as kb
 from knowledge_build import verify_v2
-from knowledge_build.artifacts_v2 import CONTENT_FILES
+from knowledge_build.layout import V2_CONTENT_FILES as CONTENT_FILES
 from knowledge_build.cli import main
 from knowledge_build.errors import ArtifactError, ArtifactUnreadable, ChecksumMismatch, SchemaVersionMismatch
 from tests.conftest import FakeEmbedder
@@ -311,7 +311,7 @@ def test_an_ivf_set_searched_through_its_lists_with_a_kind_selector_answers_as_e
 
 
 def test_a_result_lists_at_most_20_other_locations_of_its_concept():
-    from knowledge_build.chunks import Chunk
+    from knowledge_build.model import Chunk
     from knowledge_build.index_rows import MAX_LOCATIONS, Columns
 
     def chunk(page, title):

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from knowledge_build import KnowledgeIndex, NoteStore, QueryTooLong, read_artifacts
-from knowledge_build.artifacts import decode
+from knowledge_build.verify import decode
 from knowledge_build.cli import main
 from knowledge_build.errors import ContentTooLarge, TooManyChunks
 from knowledge_build.postings import from_token_lists

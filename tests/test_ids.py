@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from knowledge_build import extract, load_config
 from knowledge_build.cli import main
-from knowledge_build.ids import FileChanged, choose_prefix, load_glossary, slug_for, write_plan
+from knowledge_build.ids import FileChanged, choose_prefix, write_plan
+from knowledge_build.slugs import load_glossary, slug_for
 from knowledge_build.lint import plans_for
 
 INSERTED = re.compile(rb' id="(rule|method|def|ex|tip)-[a-z0-9]+(-[a-z0-9]+)*"')

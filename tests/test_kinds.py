@@ -7,7 +7,7 @@ from importlib import resources
 import numpy as np
 
 from knowledge_build import KnowledgeIndex
-from knowledge_build.chunks import Chunk
+from knowledge_build.model import Chunk
 from knowledge_build.config import Config
 from knowledge_build.ids import choose_prefix
 from knowledge_build.kinds import (

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from knowledge_build import ConfigError, KnowledgeIndex, SearchSettings, build, extract, load_config
-from knowledge_build.chunks import CONTEXT_MARK
+from knowledge_build.model import CONTEXT_MARK
 from knowledge_build.cli import main
 from knowledge_build.fragments import fragment_lands
 from knowledge_build.kinds import PART_TYPES
@@ -235,7 +235,7 @@ def test_a_box_beats_the_section_that_merely_mentions_it_unless_sections_are_ask
     import faiss
     import numpy as np
 
-    from knowledge_build.chunks import Chunk
+    from knowledge_build.model import Chunk
     from knowledge_build.text_ja import ANALYZER, analyze_box, box_text
 
     embedder = FakeEmbedder()

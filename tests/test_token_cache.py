@@ -146,16 +146,16 @@ def test_no_change_local_rebuild_loads_no_model_and_no_library_it_does_not_need(
 @pytest.fixture
 def romanised(monkeypatch):
     """Every heading the build romanises into a slug (section chunk ids), in order."""
-    from knowledge_build import ids, sections
+    from knowledge_build import sections, slugs
 
     headings = []
-    real = ids.slug_for
+    real = slugs.slug_for
 
     def counting(title, *args, **kwargs):
         headings.append(title)
         return real(title, *args, **kwargs)
 
-    monkeypatch.setattr(ids, "slug_for", counting)
+    monkeypatch.setattr(slugs, "slug_for", counting)
     sections._computed_slug.cache_clear()  # the process memo would hide what the cache does
     yield headings
     sections._computed_slug.cache_clear()

@@ -1,0 +1,29 @@
+"""The file names of an artifact set, both schemas: one home, so the writers (artifacts.py,
+artifacts_v2.py), the readers (verify.py, verify_v2.py) and the output-directory check agree on
+what a set holds."""
+
+from __future__ import annotations
+
+MANIFEST = "manifest.json"
+LATEST = "latest.json"  # beside the set directories: which set a reader should take
+MAX_MANIFEST_BYTES = 1 << 20  # a real manifest is about 1 KB
+
+# Schema 1 (knowledge/v1/)
+V1_SCHEMA_VERSION = 1
+V1_CHUNKS = "knowledge_chunks.json"
+V1_VECTORS = "vectors.faiss"
+V1_LEXICAL = "lexical.json"
+V1_CONTENT_FILES = (V1_CHUNKS, V1_VECTORS, V1_LEXICAL)
+V1_FILES = frozenset((MANIFEST, *V1_CONTENT_FILES))
+
+# Schema 2 (knowledge/v2/)
+V2_SCHEMA_VERSION = 2
+V2_CHUNKS = "knowledge_chunks.jsonl"
+V2_ROWS = "rows.npy"
+V2_COLUMNS = "columns.json"
+V2_VECTORS = "vectors.faiss"
+V2_LEXICAL_FILES = {"vocab": "lexical_vocab.bin", "offsets": "lexical_vocab_offsets.npy",
+                    "indptr": "lexical_indptr.npy", "rows": "lexical_rows.npy", "tf": "lexical_tf.npy",
+                    "lengths": "lexical_lengths.npy", "df_ref": "lexical_df_ref.npy"}
+V2_CONTENT_FILES = (V2_CHUNKS, V2_ROWS, V2_COLUMNS, V2_VECTORS, *V2_LEXICAL_FILES.values())
+V2_FILES = frozenset((MANIFEST, *V2_CONTENT_FILES))

@@ -1,0 +1,122 @@
+"""The types every stage hands on: `Chunk` (the chunk contract, and the text of it that is embedded)
+and `Part` (a section or table of a page, before it is a chunk). Below every other module, so the
+index and search sides can name them without importing the scanner."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .kinds import learns_templates
+
+_TITLE_SUFFIX = re.compile(r"(とは|について|の定義)$")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    id: str
+    material: str
+    anchor: str
+    url: str
+    title: str
+    content: str
+    excerpt: str
+    learns: tuple[str, ...]
+    learns_source: str  # yaml | attribute | generated | heuristic
+    type: str
+    category: str
+    level: str
+    prerequisites: tuple[str, ...]
+    content_hash: str
+    material_title: str = ""
+    line: int = 0
+    source_path: str = ""
+    label: str = ""  # the box's number label (「コツ2」「練習1」) taken off its title
+    parents: tuple[str, ...] = ()  # sections and tables: the enclosing headings (breadcrumb), outermost first
+
+    def to_dict(self) -> dict:
+        # Every field is a str, int or tuple of str, so a shallow copy is enough; asdict's recursive
+        # copy cost 25 ms of CPU on each rebuild of the reference corpus.
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        data["learns"] = list(self.learns)
+        data["prerequisites"] = list(self.prerequisites)
+        if self.parents:
+            data["parents"] = list(self.parents)
+        else:
+            del data["parents"]  # optional: a box's JSON is what it was before sections existed
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Chunk":
+        values = dict(data)
+        values["learns"] = tuple(values.get("learns") or ())
+        values["prerequisites"] = tuple(values.get("prerequisites") or ())
+        values["parents"] = tuple(values.get("parents") or ())
+        known = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in values.items() if k in known})
+
+    @property
+    def embed_text(self) -> str:
+        return embed_text(self.title, self.embedded_learns, retrieval_content(self.content), self.material_title,
+                          self.parents)
+
+    @property
+    def embedded_learns(self) -> tuple[str, ...]:
+        """The learns the passage embedding sees (a heuristic box's template lines are shown, not embedded)."""
+        return embedded_learns(self.learns, self.learns_source, self.type, self.title)
+
+
+def embed_text(title: str, learns, content: str, material_title: str = "", parents=()) -> str:
+    """What the passage embedding sees: title (after the page title and, for a section, its
+    breadcrumb), what it teaches (when it says anything), then the text."""
+    title = " > ".join((*parents, title))
+    head = f"{material_title}: {title}" if material_title else title
+    return "\n".join([head, *([" / ".join(learns)] if learns else []), content])
+
+
+# A table chunk shows a row of context either side of its own rows; those lines start with this
+# mark and are left out of what the channels read, so the chunk whose own row holds a cell ranks
+# first, not its neighbours (tables.py, ROW_CONTEXT).
+CONTEXT_MARK = "(context) "
+
+
+def retrieval_content(content: str) -> str:
+    """The content the embedding and the lexical channel read: without marked context rows."""
+    if CONTEXT_MARK not in content:
+        return content
+    return "\n".join(line for line in content.split("\n") if not line.startswith(CONTEXT_MARK))
+
+
+def embedded_learns(learns, source: str, type_: str, title: str) -> tuple[str, ...]:
+    """The learns that go into the embedded text: all of them, except heuristic template lines,
+    which repeat the title with words every chunk shares (理解する, 問題を解く)."""
+    learns = tuple(learns)
+    if source == "heuristic" and learns == template_learns(type_, title):
+        return ()
+    return learns
+
+
+def template_learns(type_: str, title: str) -> tuple[str, ...]:
+    """The kind's template lines for a box with nothing more specific to offer."""
+    topic = topic_of(title)
+    return tuple(template.format(topic=topic) for template in learns_templates(type_))
+
+
+def topic_of(title: str) -> str:
+    return _TITLE_SUFFIX.sub("", title).strip() or title
+
+
+@dataclass(frozen=True)
+class Part:
+    kind: str  # "section" or "table"
+    heading: str  # the heading's text ("" for text before the first heading)
+    parents: tuple[str, ...]  # enclosing headings, outermost first (breadcrumb)
+    level: int  # 1..6 (0 before the first heading)
+    text: str  # section: its text outside anchored boxes; table: header + rows (+ context rows)
+    fragment: str  # an id or :~:text=… ("" for text before the first heading: the page's top)
+    key: str  # stable id part: slug of the heading path (+ "-2"… on collision; tables "-t1", rows "-r3-5")
+    line: int  # source line of the heading (or table)
+    has_anchored_box: bool  # the section contains an anchored knowledge box
+    header: tuple[str, ...] = ()  # tables: the header cells
+    rows: tuple[int, int] = (0, 0)  # tables: first/last data row (1-based) this part holds
+    core: str = ""  # tables: `text` without the context rows (caption, header, the part's own rows)
