@@ -17,15 +17,15 @@ from unittest import mock
 import numpy as np
 
 import knowledge_build as kb
-from knowledge_build import search as search_module
-from knowledge_build import text_ja
-from knowledge_build.chunks import content_hash
+from knowledge_build.chunking.chunks import content_hash
 from knowledge_build.embed import get_embedder
 from knowledge_build.embed.cache import VectorCache
 from knowledge_build.embed.runner import embed_with_cache
-from knowledge_build.evaluate import evaluate, load_dataset
+from knowledge_build.evaluation.evaluate import evaluate, load_dataset
 from knowledge_build.pipeline import lexical_fields
-from knowledge_build.ranking import SearchSettings
+from knowledge_build.search import knowledge_index as search_module
+from knowledge_build.search.ranking import SearchSettings
+from knowledge_build.text import ja as text_ja
 
 ORIGINAL = SearchSettings(fusion="rrf", channel_weights={"dense": 1.0, "lexical": 1.0}, field_weights={"lemma": 1.0},
                           example_weight=1.0, intent_boost=1.0, expand_romaji=False, expand_english=False)

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import knowledge_build as kb
-from knowledge_build.lint import check_site, plans_for, write_suggestions
+from knowledge_build.checks.lint import check_site, plans_for, write_suggestions
 
 
 def timed(label: str, func):

@@ -23,8 +23,8 @@ import numpy as np
 import knowledge_build as kb
 from knowledge_build.embed.cache import VectorCache
 from knowledge_build.embed.runner import embed_with_cache
-from knowledge_build.evaluate import _mean, evaluate, load_dataset, query_metrics
-from knowledge_build.squad import convert_squad
+from knowledge_build.evaluation.evaluate import _mean, evaluate, load_dataset, query_metrics
+from knowledge_build.evaluation.squad import convert_squad
 
 
 def main() -> None:
@@ -71,7 +71,7 @@ def _recording(index) -> dict[str, np.ndarray]:
 
 
 def plain_dense(index, texts: dict[str, str], queries, query_vectors, cache_dir: Path) -> dict:
-    from knowledge_build.text_ja import nfkc
+    from knowledge_build.text.ja import nfkc
 
     ids = sorted(texts)
     # Own cache key space: the hash of the bare text can never equal a chunk's content_hash.

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from knowledge_build.store.notes import NoteStore
-from knowledge_build.text_ja import analyze
+from knowledge_build.text.ja import analyze
 
 DIM = 384
 CATEGORIES = 10

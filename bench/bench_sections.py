@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import knowledge_build as kb
-from knowledge_build.lexical_cache import TokenCache
+from knowledge_build.text.token_cache import TokenCache
 
 MODES = ("off", "unanchored", "all")
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from knowledge_build.store.sources import SourceStore, _unit
-from knowledge_build.text_ja import analyze, analyze_query
+from knowledge_build.text.ja import analyze, analyze_query
 
 DIM = 384
 PER_SOURCE = 10

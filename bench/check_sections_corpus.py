@@ -21,11 +21,11 @@ from pathlib import Path
 
 import lxml.html
 
-from knowledge_build.fragments import fragment_lands
+from knowledge_build.html.fragments import fragment_lands
+from knowledge_build.html.sections import page_parts, page_text
 from knowledge_build.kinds import KNOWLEDGE_ID
-from knowledge_build.scan import _split_front_matter, scan_page
-from knowledge_build.sections import page_parts, page_text
-from knowledge_build.site import find_pages, open_site
+from knowledge_build.site.jekyll import find_pages, open_site
+from knowledge_build.site.scan import _split_front_matter, scan_page
 
 ANCHOR_PREFIXES = ("rule-", "method-", "def-", "tip-")
 

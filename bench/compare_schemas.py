@@ -21,8 +21,8 @@ import tempfile
 from pathlib import Path
 
 import knowledge_build as kb
-from knowledge_build.evaluate import evaluate, load_dataset
-from knowledge_build.squad import convert_squad
+from knowledge_build.evaluation.evaluate import evaluate, load_dataset
+from knowledge_build.evaluation.squad import convert_squad
 
 METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10")
 ALLOWED = 0.005

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from knowledge_build.chunks import section_title  # noqa: E402
+from knowledge_build.chunking.chunks import section_title  # noqa: E402
 from knowledge_build.kinds import PART_TYPES  # noqa: E402
 
 

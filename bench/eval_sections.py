@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import knowledge_build as kb
-from knowledge_build.evaluate import load_dataset
+from knowledge_build.evaluation.evaluate import load_dataset
 
 HERE = Path(__file__).resolve().parent
 

@@ -17,8 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import knowledge_build as kb
-from knowledge_build.evaluate import load_dataset
-from knowledge_build.ranking import SearchSettings
+from knowledge_build.evaluation.evaluate import load_dataset
+from knowledge_build.search.ranking import SearchSettings
 
 HERE = Path(__file__).resolve().parent
 

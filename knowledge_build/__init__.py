@@ -14,9 +14,9 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it
 _EXPORTS = {
-    "Answer": "answer", "ChatFailed": "answer", "ask": "answer",
-    "ArtifactSet": "artifacts", "read_artifacts": "verify",
-    "Chunk": "chunks",
+    "Answer": "serve.answer", "ChatFailed": "serve.answer", "ask": "serve.answer",
+    "ArtifactSet": "index.artifacts", "read_artifacts": "index.verify",
+    "Chunk": "model",
     "Config": "config", "index_dir": "config", "load_config": "config",
     "Diagnostic": "diagnostics",
     "Embedder": "embed", "get_embedder": "embed",
@@ -25,9 +25,9 @@ _EXPORTS = {
     "EmbedderMismatch": "errors", "InputTooLarge": "errors", "KnowledgeBuildError": "errors",
     "QueryTooLong": "errors", "SiteNotFound": "errors", "UnknownFilterValue": "errors",
     "BuildResult": "pipeline", "Extraction": "pipeline", "build": "pipeline", "extract": "pipeline",
-    "SearchSettings": "ranking",
-    "KnowledgeIndex": "search", "SearchResult": "search",
-    "CircuitBreaker": "service", "SearchService": "service", "open_search": "service",
+    "SearchSettings": "search.ranking",
+    "KnowledgeIndex": "search.knowledge_index", "SearchResult": "search.knowledge_index",
+    "CircuitBreaker": "serve.service", "SearchService": "serve.service", "open_search": "serve.service",
     "NoteStore": "store.notes",
 }
 

@@ -348,7 +348,7 @@ def index_dir(config: Config) -> Path:
     if config.output is not None:
         return config.output
     if config.site is not None:
-        from .site import open_site
+        from .site.jekyll import open_site
 
         return site_index_dir(open_site(config.site, baseurl=config.baseurl, exclude=config.exclude), config)
     raise ConfigError("no artifact set given. Pass --index DIR (a knowledge/v2 directory), set KB_INDEX, or give "

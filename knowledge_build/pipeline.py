@@ -10,25 +10,25 @@ from typing import Iterator
 
 import numpy as np
 
-from .artifacts import ArtifactSet, assemble, check_output_dir, write_artifacts, write_latest
-from .artifacts_v2 import assemble as assemble_v2
-from .build_memo import inputs_digest, kept_chunks, recall, remember
-from .chunk_stream import ChunkMaker
+from .chunking.learns_gen import load_generated, old_generated_learns
+from .chunking.stream import ChunkMaker
 from .config import Config, generated_learns_path
 from .diagnostics import Diagnostic, has_errors
 from .embed import describe, get_embedder
 from .embed.cache import VectorCache
 from .embed.runner import EmbedStats, embed_rows
 from .errors import BuildFailed, ConfigError
-from .layout import MANIFEST
-from .learns_gen import load_generated, old_generated_learns
-from .lexical_cache import FILE_NAME as TOKENS_FILE
-from .lexical_cache import TokenCache, analyze_cached
+from .index.artifacts import ArtifactSet, assemble, check_output_dir, write_artifacts, write_latest
+from .index.artifacts_v2 import assemble as assemble_v2
+from .index.build_memo import inputs_digest, kept_chunks, recall, remember
+from .index.layout import MANIFEST
 from .model import Chunk, retrieval_content
 from .progress import Progress
-from .scan import Page, scan_page
-from .site import Site, find_pages, open_site
-from .text_ja import ANALYZER, FIELDS, analyze_box, box_text
+from .site.jekyll import Site, find_pages, open_site
+from .site.scan import Page, scan_page
+from .text.ja import ANALYZER, FIELDS, analyze_box, box_text
+from .text.token_cache import FILE_NAME as TOKENS_FILE
+from .text.token_cache import TokenCache, analyze_cached
 
 
 @dataclass
@@ -89,7 +89,7 @@ def _scan_pages(site: Site, paths: list[Path], config: Config, slugs: TokenCache
     if config.sections == "off" or slugs is None:
         yield from (scan_page(site, path, config.box_classes, config.sections) for path in paths)
         return
-    from .section_memory import parts_recipe, remembered, slug_recipe
+    from .html.section_memory import parts_recipe, remembered, slug_recipe
 
     recipe, parts_of = slug_recipe(), parts_recipe()
     with remembered(slugs.slugs(recipe), slugs.parts_lookup(parts_of)) as memory:
@@ -121,8 +121,8 @@ def lexical_postings(chunks: list[Chunk], cache: TokenCache | None = None, batch
                      progress: bool = False):
     """The postings of every chunk's lexical tokens (row i = chunk i), analysed (or read from the cache)
     a batch at a time and folded in, so the build never holds every chunk's token lists at once."""
+    from .index.postings import PostingsBuilder
     from .kinds import PART_TYPES
-    from .postings import PostingsBuilder
 
     builder = PostingsBuilder(FIELDS)
     with Progress("indexing words", len(chunks), "chunk", progress) as bar:
@@ -175,7 +175,7 @@ def build(config: Config, embedder=None, progress: bool = False) -> BuildResult:
 
 def _kept(output: Path, build_id: str, diagnostics: list[Diagnostic], started: float) -> BuildResult:
     """The result of a build whose inputs are those of the set in `output` (build_memo.py)."""
-    from .verify import load_manifest
+    from .index.verify import load_manifest
 
     manifest, raw = load_manifest(output)
     artifacts = ArtifactSet(manifest=manifest, files={MANIFEST: raw})

@@ -13,7 +13,6 @@ from knowledge_build.cli import main  # noqa: E402
 from tests.conftest import FakeEmbedder  # noqa: E402
 
 
-
 class SlowFakeEmbedder(FakeEmbedder):
     """FakeEmbedder taking KB_TEST_EMBED_SECONDS per document: a long tool call on demand."""
 

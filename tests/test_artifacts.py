@@ -9,9 +9,17 @@ import jsonschema
 import numpy as np
 import pytest
 
-from knowledge_build import (ChecksumMismatch, CountMismatch, DimensionMismatch, EmbedderMismatch,
-                             KnowledgeIndex, build, get_embedder, load_config)
-from knowledge_build.verify import read_artifacts
+from knowledge_build import (
+    ChecksumMismatch,
+    CountMismatch,
+    DimensionMismatch,
+    EmbedderMismatch,
+    KnowledgeIndex,
+    build,
+    get_embedder,
+    load_config,
+)
+from knowledge_build.index.verify import read_artifacts
 
 from .conftest import FakeEmbedder
 

@@ -13,14 +13,23 @@ import pytest
 from click.testing import CliRunner
 
 from knowledge_build import KnowledgeBuildError, KnowledgeIndex, build, load_config
-from knowledge_build import verify as verify_module
-from knowledge_build.artifacts import build_id_of, sha256
+from knowledge_build.checks.validate import validate_site
 from knowledge_build.cli import main
-from knowledge_build.errors import (AnalyzerMismatch, ArtifactsNotFound, ArtifactTooLarge, ArtifactUnreadable,
-                                    BuildIdMismatch, ChecksumMismatch, CountMismatch, EmbedderMismatch,
-                                    ManifestInvalid, SchemaVersionMismatch)
-from knowledge_build.validate import validate_site
-from knowledge_build.verify import verify_set
+from knowledge_build.errors import (
+    AnalyzerMismatch,
+    ArtifactsNotFound,
+    ArtifactTooLarge,
+    ArtifactUnreadable,
+    BuildIdMismatch,
+    ChecksumMismatch,
+    CountMismatch,
+    EmbedderMismatch,
+    ManifestInvalid,
+    SchemaVersionMismatch,
+)
+from knowledge_build.index import verify as verify_module
+from knowledge_build.index.artifacts import build_id_of, sha256
+from knowledge_build.index.verify import verify_set
 
 from .conftest import FakeEmbedder, LocalLookalike
 

@@ -13,18 +13,21 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from knowledge_build import KnowledgeIndex, build, load_config
-from knowledge_build import artifacts as artifacts_module
-from knowledge_build import layout
-from knowledge_build import fsutil
+from knowledge_build import KnowledgeIndex, build, fsutil, load_config
+from knowledge_build.checks.validate import validate_site
 from knowledge_build.cli import main
-from knowledge_build.errors import (ArtifactUnreadable, ArtifactWriteFailed, NonFiniteVectors,
-                                    OutputNotArtifactSet, StaleLatest)
-from knowledge_build.validate import validate_site
-from knowledge_build.verify import check_latest, verify_set
+from knowledge_build.errors import (
+    ArtifactUnreadable,
+    ArtifactWriteFailed,
+    NonFiniteVectors,
+    OutputNotArtifactSet,
+    StaleLatest,
+)
+from knowledge_build.index import artifacts as artifacts_module
+from knowledge_build.index import layout
+from knowledge_build.index.verify import check_latest, verify_set
 
 from .conftest import SITE, FakeEmbedder
-
 
 # Schema 2 is what a build writes by default; schema 1 is still written on request, and both go through
 # the same output checks, staging, swap and clean-up, so the tests of those run for both.

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 import knowledge_build as kb
-from knowledge_build import verify_v2
-from knowledge_build.layout import V2_CONTENT_FILES as CONTENT_FILES
 from knowledge_build.cli import main
 from knowledge_build.errors import ArtifactError, ArtifactUnreadable, ChecksumMismatch, SchemaVersionMismatch
+from knowledge_build.index import verify_v2
+from knowledge_build.index.layout import V2_CONTENT_FILES as CONTENT_FILES
 from tests.conftest import FakeEmbedder
 
 QUERIES = ("二次方程式を公式で解きたい", "たすきがけ", "判別式", "一次関数の傾き", "平方根")
@@ -126,7 +126,7 @@ def test_an_array_of_another_type_or_shape_is_refused_before_it_is_read(built, n
 def _restamp(directory, name):
     """Record a replaced file's size and sha256 in the manifest (and the build id), as a tampering
     build would, so that only the content checks can refuse it."""
-    from knowledge_build.artifacts import build_id_of, dumps, sha256
+    from knowledge_build.index.artifacts import build_id_of, dumps, sha256
 
     manifest = json.loads((directory / "manifest.json").read_text())
     data = (directory / name).read_bytes()
@@ -159,7 +159,7 @@ def test_a_damaged_chunk_line_is_one_error_naming_validate(built, monkeypatch):
 
 
 def test_a_schema_this_version_cannot_read_names_the_versions_it_reads(built):
-    from knowledge_build.artifacts import dumps
+    from knowledge_build.index.artifacts import dumps
 
     manifest = json.loads((built / "manifest.json").read_text())
     manifest["schema_version"] = 3
@@ -251,7 +251,7 @@ def test_the_manifest_check_agrees_with_jsonschema_on_valid_and_broken_manifests
 
     import jsonschema
 
-    from knowledge_build.verify import schema_problem
+    from knowledge_build.index.verify import schema_problem
 
     manifest = json.loads((built / "manifest.json").read_text())
     schema = json.loads(resources.files("knowledge_build.schemas").joinpath("manifest.v2.schema.json").read_text())
@@ -300,7 +300,7 @@ def test_build_cli_takes_the_schema_and_the_dense_index(site_dir, tmp_path, monk
 def test_an_ivf_set_searched_through_its_lists_with_a_kind_selector_answers_as_exact(site_dir, tmp_path, monkeypatch):
     """Groups above EXACT_GROUP_ROWS go through the inverted lists with a bitmap selector (at 100,000
     chunks, boxes and sections); with every list probed, that is exact."""
-    from knowledge_build import dense
+    from knowledge_build.search import dense
 
     monkeypatch.setattr(dense, "EXACT_GROUP_ROWS", 0)
     exact = kb.KnowledgeIndex.open(_build(site_dir, tmp_path, "exact").output, embedder=FakeEmbedder())
@@ -311,8 +311,8 @@ def test_an_ivf_set_searched_through_its_lists_with_a_kind_selector_answers_as_e
 
 
 def test_a_result_lists_at_most_20_other_locations_of_its_concept():
+    from knowledge_build.index.rows import MAX_LOCATIONS, Columns
     from knowledge_build.model import Chunk
-    from knowledge_build.index_rows import MAX_LOCATIONS, Columns
 
     def chunk(page, title):
         return Chunk(id=f"{page}#sec-1", material=page, anchor="sec-1", url=f"/{page}.html#sec-1", title=title,

@@ -11,14 +11,14 @@ import pytest
 from click.testing import CliRunner
 
 from knowledge_build import KnowledgeIndex, NoteStore, QueryTooLong, read_artifacts
-from knowledge_build.verify import decode
 from knowledge_build.cli import main
 from knowledge_build.errors import ContentTooLarge, TooManyChunks
-from knowledge_build.postings import from_token_lists
-from knowledge_build.search import MAX_QUERY_CHARS, field_scores
+from knowledge_build.index.postings import from_token_lists
+from knowledge_build.index.verify import decode
+from knowledge_build.index.verify_v2 import open_set
+from knowledge_build.search.knowledge_index import MAX_QUERY_CHARS, field_scores
 from knowledge_build.store import notes as notes_module
-from knowledge_build.text_ja import analyze, pieces
-from knowledge_build.verify_v2 import open_set
+from knowledge_build.text.ja import analyze, pieces
 
 from .conftest import ROOT, SITE, FakeEmbedder
 
@@ -102,7 +102,7 @@ def test_long_text_is_cut_at_breaks_into_pieces_that_add_up_to_it():
 def test_analysis_in_pieces_gives_the_tokens_of_the_whole_text(monkeypatch):
     text = "\n\n".join(f"第{i}段落。たすきがけで因数分解する。二次方程式の解の公式を使う。" for i in range(200))
     whole = analyze(text)
-    monkeypatch.setattr("knowledge_build.text_ja.MAX_PIECE_CHARS", 300)
+    monkeypatch.setattr("knowledge_build.text.ja.MAX_PIECE_CHARS", 300)
     assert analyze(text) == whole
 
 

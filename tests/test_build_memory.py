@@ -10,11 +10,18 @@ import numpy as np
 import pytest
 
 from knowledge_build import load_config, pipeline
-from knowledge_build.chunks import (ChunkSet, _chunk, _duplicate_material, _page_meta, labels_of, part_chunk,
-                                    wanted_parts)
+from knowledge_build.chunking.chunks import (
+    ChunkSet,
+    _chunk,
+    _duplicate_material,
+    _page_meta,
+    labels_of,
+    part_chunk,
+    wanted_parts,
+)
 from knowledge_build.embed import runner
 from knowledge_build.embed.cache import VectorCache
-from knowledge_build.lexical_cache import TokenCache, analyze_batches, analyze_cached
+from knowledge_build.text.token_cache import TokenCache, analyze_batches, analyze_cached
 
 from .conftest import FakeEmbedder
 

@@ -5,8 +5,8 @@ import json
 from click.testing import CliRunner
 
 from knowledge_build import load_config
+from knowledge_build.checks.lint import check_site
 from knowledge_build.cli import main
-from knowledge_build.lint import check_site
 
 
 def _site(tmp_path, body: str, other: str | None = None, config: str = "baseurl: /b\n"):

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from knowledge_build import extract, load_config
-from knowledge_build.chunks import EXCERPT_CHARS
+from knowledge_build.chunking.chunks import EXCERPT_CHARS
 from knowledge_build.kinds import PART_TYPES
-from knowledge_build.tex import readable
+from knowledge_build.text.tex import readable
 
 SITE = Path(__file__).parent.parent / "site"
 

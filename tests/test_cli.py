@@ -60,6 +60,7 @@ def test_help_imports_no_heavy_dependency():
 
 def test_build_json_output_is_machine_readable(site_dir, monkeypatch):
     import knowledge_build
+
     from .conftest import FakeEmbedder
 
     original = knowledge_build.build
@@ -100,6 +101,7 @@ def test_serve_port_and_min_similarity_out_of_range_are_usage_errors(tmp_path):
 
 def test_search_table_prints_titles_from_the_site_without_terminal_control_characters(site_dir, fake_open):
     from knowledge_build import build, load_config
+
     from .conftest import FakeEmbedder
 
     page = site_dir / "junior" / "因数分解.html"

@@ -8,9 +8,9 @@ from click.testing import CliRunner
 
 import knowledge_build as kb
 from knowledge_build import KnowledgeIndex, build, load_config
+from knowledge_build.chunking.learns_gen import source_hash
 from knowledge_build.cli import main
 from knowledge_build.config import generated_learns_path, index_dir
-from knowledge_build.learns_gen import source_hash
 
 from .conftest import FakeEmbedder
 

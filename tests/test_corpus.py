@@ -7,10 +7,10 @@ from urllib.parse import unquote
 import pytest
 
 from knowledge_build import KnowledgeIndex, build, extract, load_config
-from knowledge_build.fragments import fragment_lands
+from knowledge_build.html.fragments import fragment_lands
+from knowledge_build.html.sections import page_text
 from knowledge_build.kinds import PART_TYPES
-from knowledge_build.scan import parse_page
-from knowledge_build.sections import page_text
+from knowledge_build.site.scan import parse_page
 
 from .conftest import FakeEmbedder
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from knowledge_build import extract, load_config
-from knowledge_build.evaluate import load_dataset
+from knowledge_build.evaluation.evaluate import load_dataset
 
 EVAL = Path(__file__).resolve().parent.parent / "data" / "eval"
 CORPUS_QUERIES = EVAL / "corpus_queries.jsonl"

@@ -6,8 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from knowledge_build.cli import main
-from knowledge_build.evaluate import DatasetError, load_baseline, load_dataset, query_metrics
-
+from knowledge_build.evaluation.evaluate import DatasetError, load_baseline, load_dataset, query_metrics
 
 
 def test_metrics_of_one_ranking():

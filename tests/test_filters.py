@@ -18,9 +18,9 @@ from knowledge_build import (
     load_config,
 )
 from knowledge_build.cli import main
-from knowledge_build.filters import FilterVocabulary
-from knowledge_build.mcp_server import create_server
-from knowledge_build.site import open_site
+from knowledge_build.search.filters import FilterVocabulary
+from knowledge_build.serve.mcp_server import create_server
+from knowledge_build.site.jekyll import open_site
 
 from .conftest import FakeEmbedder
 

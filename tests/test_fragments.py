@@ -6,7 +6,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from knowledge_build.fragments import (
+from knowledge_build.html.fragments import (
     encode_text_directive,
     fragment_lands,
     lands_on_heading,

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from knowledge_build.fragments import section_fragment
+from knowledge_build.html.fragments import section_fragment
 
 pytestmark = pytest.mark.browser
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from knowledge_build import extract, load_config
-from knowledge_build.chunks import content_hash
+from knowledge_build.chunking.chunks import content_hash
 from knowledge_build.model import template_learns
 from knowledge_build.pipeline import lexical_text
 

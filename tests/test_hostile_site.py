@@ -282,7 +282,7 @@ def test_suggest_ids_write_failure_during_the_write_is_one_line(tmp_path, monkey
     def refuse(path, data):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("knowledge_build.ids.atomic_write", refuse)
+    monkeypatch.setattr("knowledge_build.site.ids.atomic_write", refuse)
     result = _run("suggest-ids", "--site", root, "--write")
     assert result.exit_code == 1
     assert "p.html: cannot write the ids (Permission denied); the file is unchanged." in result.output

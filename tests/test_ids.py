@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from knowledge_build import extract, load_config
+from knowledge_build.checks.lint import plans_for
 from knowledge_build.cli import main
-from knowledge_build.ids import FileChanged, choose_prefix, write_plan
-from knowledge_build.slugs import load_glossary, slug_for
-from knowledge_build.lint import plans_for
+from knowledge_build.site.ids import FileChanged, choose_prefix, write_plan
+from knowledge_build.text.slugs import load_glossary, slug_for
 
 INSERTED = re.compile(rb' id="(rule|method|def|ex|tip)-[a-z0-9]+(-[a-z0-9]+)*"')
 
@@ -217,4 +217,4 @@ def test_a_slug_never_contains_tex(title):
     ("イメージする", "imeji"),  # the long-vowel mark is no hyphen
 ])
 def test_slug_words_are_read_in_context_and_sums_are_english(title, slug):
-    assert slug_for(title, load_glossary(Path(__file__).parents[1] / "data" / "glossary.yml")) == slug
+    assert slug_for(title, load_glossary(Path(__file__).parents[1] / "knowledge_build" / "data" / "glossary.yml")) == slug

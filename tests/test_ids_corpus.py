@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from knowledge_build import extract, load_config
+from knowledge_build.checks.lint import check_site, plans_for, write_suggestions
+from knowledge_build.checks.report import coverage
 from knowledge_build.kinds import PART_TYPES
-from knowledge_build.lint import check_site, plans_for, write_suggestions
-from knowledge_build.report import coverage
 
 pytestmark = pytest.mark.corpus
 
@@ -55,7 +55,7 @@ def test_check_then_write_then_check_on_the_corpus(corpus_copy):
         assert data == original, path
 
 
-GLOSSARY = Path(__file__).parents[1] / "data" / "glossary.yml"  # the glossary of this checkout
+GLOSSARY = Path(__file__).parents[1] / "knowledge_build" / "data" / "glossary.yml"  # the glossary of this checkout
 BARE = re.compile(r"^(rule|method|def|ex|tip)-\d+$")
 
 

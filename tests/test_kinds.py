@@ -7,9 +7,7 @@ from importlib import resources
 import numpy as np
 
 from knowledge_build import KnowledgeIndex
-from knowledge_build.model import Chunk
 from knowledge_build.config import Config
-from knowledge_build.ids import choose_prefix
 from knowledge_build.kinds import (
     ANCHORED_KINDS,
     ANCHORED_TYPES,
@@ -21,8 +19,10 @@ from knowledge_build.kinds import (
     TYPES,
     type_of_id,
 )
-from knowledge_build.ranking import intended_type
-from knowledge_build.text_ja import ANALYZER
+from knowledge_build.model import Chunk
+from knowledge_build.search.ranking import intended_type
+from knowledge_build.site.ids import choose_prefix
+from knowledge_build.text.ja import ANALYZER
 
 from .conftest import FakeEmbedder
 

@@ -9,8 +9,8 @@ import yaml
 from click.testing import CliRunner
 
 from knowledge_build import build, extract, load_config
+from knowledge_build.chunking.learns_gen import GeneratedLearnsError
 from knowledge_build.cli import main
-from knowledge_build.learns_gen import GeneratedLearnsError
 
 from .conftest import FakeEmbedder
 

@@ -20,7 +20,7 @@ from mcp import Client, StdioServerParameters
 
 from knowledge_build import KnowledgeIndex, NoteStore, SearchService
 from knowledge_build.cli import main
-from knowledge_build.mcp_server import create_server
+from knowledge_build.serve.mcp_server import create_server
 
 from .conftest import ROOT, FakeEmbedder
 

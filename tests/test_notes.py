@@ -7,7 +7,7 @@ import pytest
 
 from knowledge_build import NoteStore
 from knowledge_build.store.common import NotFound
-from knowledge_build.windows import split_text
+from knowledge_build.text.windows import split_text
 
 from .conftest import FakeEmbedder
 

@@ -13,7 +13,7 @@ import pytest
 
 from knowledge_build import NoteStore
 from knowledge_build.store.common import NotesUnavailable
-from knowledge_build.text_ja import analyze
+from knowledge_build.text.ja import analyze
 
 from .conftest import FakeEmbedder
 

@@ -3,8 +3,8 @@
 import pytest
 
 from knowledge_build import KnowledgeIndex, build, load_config
-from knowledge_build import text_ja
-from knowledge_build.text_ja import analyze
+from knowledge_build.text import ja as text_ja
+from knowledge_build.text.ja import analyze
 
 from .conftest import FakeEmbedder
 

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from knowledge_build import KnowledgeIndex, NoteStore, SearchService
 from knowledge_build.cli import main
-from knowledge_build.ranking import SearchSettings
-from knowledge_build.postings import from_token_lists
-from knowledge_build.relevance import idf, lexical_coverage, relevances
+from knowledge_build.index.postings import from_token_lists
+from knowledge_build.search.ranking import SearchSettings
+from knowledge_build.search.relevance import idf, lexical_coverage, relevances
 
 
 def _postings(docs, reference):
@@ -145,7 +145,7 @@ def test_min_relevance_outside_0_to_1_is_a_usage_error(fake_index_dir, value):
 def test_mcp_search_knowledge_reports_relevance_and_an_empty_answer_when_nothing_is_relevant(index, tmp_path):
     from mcp import Client
 
-    from knowledge_build.mcp_server import create_server
+    from knowledge_build.serve.mcp_server import create_server
 
     server = create_server(SearchService(index), NoteStore(FakeEmbedder(), tmp_path / "notes.sqlite"))
 
@@ -181,7 +181,7 @@ def test_changing_the_centre_moves_relevance_not_the_ranking(index):
 def test_bm25_from_the_postings_equals_bm25s_on_the_same_documents():
     """The lexical channel computes BM25 at query time from term frequencies; v1 sets were scored by
     bm25s at index time, so the two must agree (repeated query tokens, empty and long documents)."""
-    from knowledge_build.search import field_scores
+    from knowledge_build.search.knowledge_index import field_scores
 
     docs = [["二次", "方程式", "公式", "公式"], [], ["一次", "関数", *["例"] * 40], ["円", "面積", "二次"], ["x"] * 3]
     postings = from_token_lists({"lemma": docs}, np.ones(len(docs), dtype=bool))

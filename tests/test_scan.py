@@ -3,8 +3,8 @@
 from pathlib import Path
 
 from knowledge_build import extract, load_config
-from knowledge_build.scan import scan_page
-from knowledge_build.site import open_site
+from knowledge_build.site.jekyll import open_site
+from knowledge_build.site.scan import scan_page
 
 
 def _page(tmp_path: Path, body: str, front: str = "title: テスト教材\nlevel: 基礎\ncategory: numbers\n"):

@@ -6,15 +6,15 @@ All pages here are written for these tests."""
 import lxml.html
 import pytest
 
-from knowledge_build.content_type import (
+from knowledge_build.html.content_type import (
     detect_content_type,
     text_table_rows,
     text_tables,
 )
-from knowledge_build.fragments import fragment_lands, parse_text_directives
+from knowledge_build.html.fragments import fragment_lands, parse_text_directives
+from knowledge_build.html.sections import page_parts, page_text
+from knowledge_build.html.tables import chunk_table, html_table
 from knowledge_build.kinds import KNOWLEDGE_ID
-from knowledge_build.sections import page_parts, page_text
-from knowledge_build.tables import chunk_table, html_table
 
 LONG = "二次関数のグラフは放物線と呼ばれる曲線になり、頂点と軸で形が決まります。"  # 36 chars
 
@@ -235,7 +235,7 @@ def test_markdown_table_in_a_pre_block_becomes_table_parts():
 
 
 def test_chunk_table_on_text_rows_keeps_header_on_every_chunk():
-    from knowledge_build.tables import text_table
+    from knowledge_build.html.tables import text_table
 
     rows = [["名前", "点"]] + [[f"生徒{i}", str(i)] for i in range(30)]
     chunks = chunk_table(text_table(rows), max_chars=800)

@@ -8,14 +8,14 @@ import pytest
 from click.testing import CliRunner
 
 from knowledge_build import ConfigError, KnowledgeIndex, SearchSettings, build, extract, load_config
-from knowledge_build.model import CONTEXT_MARK
+from knowledge_build.checks.validate import validate_site
 from knowledge_build.cli import main
-from knowledge_build.fragments import fragment_lands
+from knowledge_build.html.fragments import fragment_lands
+from knowledge_build.html.sections import page_text
 from knowledge_build.kinds import PART_TYPES
+from knowledge_build.model import CONTEXT_MARK
 from knowledge_build.pipeline import lexical_text
-from knowledge_build.scan import parse_page
-from knowledge_build.sections import page_text
-from knowledge_build.validate import validate_site
+from knowledge_build.site.scan import parse_page
 
 from .conftest import SITE, FakeEmbedder, LocalLookalike
 
@@ -199,7 +199,7 @@ def test_two_pages_of_one_name_with_sections_only_keep_the_first_and_warn(tmp_pa
 
 
 def test_without_the_japanese_tokenizer_sections_are_a_clear_error_and_off_still_works(tmp_path, monkeypatch):
-    from knowledge_build import sections
+    from knowledge_build.html import sections
 
     site_dir = tmp_path / "s"
     site_dir.mkdir()
@@ -236,7 +236,7 @@ def test_a_box_beats_the_section_that_merely_mentions_it_unless_sections_are_ask
     import numpy as np
 
     from knowledge_build.model import Chunk
-    from knowledge_build.text_ja import ANALYZER, analyze_box, box_text
+    from knowledge_build.text.ja import ANALYZER, analyze_box, box_text
 
     embedder = FakeEmbedder()
     box = "解の公式は二次方程式の解を係数で表す式"

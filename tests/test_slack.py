@@ -24,8 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from click.testing import CliRunner
 
-from knowledge_build import slack_app
 from knowledge_build.config import load_config
+from knowledge_build.serve import slack_app
 from knowledge_build.store.sources import SourceStore
 
 from .chat_server import URL_LINE, ChatServer

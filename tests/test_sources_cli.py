@@ -9,8 +9,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from knowledge_build import cli_sources
 from knowledge_build.cli import main
+from knowledge_build.cli import sources as cli_sources
 
 from .conftest import FakeEmbedder
 from .test_web_crawler import Route, serving

@@ -51,7 +51,7 @@ def test_a_relative_store_in_knowledge_yml_is_relative_to_that_file(tmp_path):
 
 
 def test_retrieval_log_says_query_scores_and_sources_and_previews_only_at_debug(caplog):
-    from knowledge_build import retrieval_log
+    from knowledge_build.serve import retrieval_log
 
     results = [{"id": "a#sec-x", "score": 0.734, "source": "web", "source_url": "https://example.com/p1",
                 "text": "しれんのしろには以下のアイテムがあります" * 10}]
@@ -69,7 +69,7 @@ def test_retrieval_log_says_query_scores_and_sources_and_previews_only_at_debug(
 
 
 def test_retrieval_log_is_silent_when_off(caplog):
-    from knowledge_build import retrieval_log
+    from knowledge_build.serve import retrieval_log
 
     with caplog.at_level(logging.WARNING, logger="knowledge_build.retrieval"):
         retrieval_log.log_retrieval("q", [{"id": "x", "score": 1.0}])

@@ -6,7 +6,7 @@ from click.testing import CliRunner
 
 from knowledge_build import extract, load_config
 from knowledge_build.cli import main
-from knowledge_build.evaluate import load_dataset
+from knowledge_build.evaluation.evaluate import load_dataset
 
 SQUAD = {"data": [
     {"title": "梅雨", "paragraphs": [
@@ -39,7 +39,7 @@ def test_not_squad_is_refused(tmp_path):
 
 
 def test_converted_set_keeps_each_paragraph_text_by_chunk_id_for_the_plain_baseline(tmp_path):
-    from knowledge_build.squad import convert_squad
+    from knowledge_build.evaluation.squad import convert_squad
 
     source = tmp_path / "squad.json"
     source.write_text(json.dumps(SQUAD, ensure_ascii=False), encoding="utf-8")

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from knowledge_build import ConfigError, KnowledgeIndex, SearchSettings, build, load_config
 from knowledge_build.cli import main
-from knowledge_build.thesaurus import load_thesaurus, thesaurus_terms
+from knowledge_build.text.thesaurus import load_thesaurus, thesaurus_terms
 
 from .conftest import FakeEmbedder
 
@@ -74,7 +74,7 @@ class RecordingEmbedder(FakeEmbedder):
 
 
 def test_the_dense_query_says_the_textbook_term_and_the_lexical_query_keeps_the_students_word(index_dir):
-    from knowledge_build.thesaurus import textbook_wording
+    from knowledge_build.text.thesaurus import textbook_wording
 
     assert textbook_wording("ピタゴラスの定理で斜辺を求めたい") == "三平方の定理で斜辺を求めたい"
     assert textbook_wording("ルートの中にルート") == "平方根の中に平方根"

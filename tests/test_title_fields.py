@@ -4,8 +4,8 @@
 import pytest
 
 from knowledge_build import KnowledgeIndex, SearchSettings, build, load_config
-from knowledge_build.text_ja import analyze, analyze_box, analyze_query, box_text
-from knowledge_build.thesaurus import thesaurus_terms
+from knowledge_build.text.ja import analyze, analyze_box, analyze_query, box_text
+from knowledge_build.text.thesaurus import thesaurus_terms
 
 from .conftest import FakeEmbedder
 

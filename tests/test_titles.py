@@ -3,9 +3,9 @@
 import pytest
 
 from knowledge_build import extract, load_config
-from knowledge_build.scan import display_title
-from knowledge_build.tex import readable, without_math
-from knowledge_build.text_ja import split_label, strip_label
+from knowledge_build.site.scan import display_title
+from knowledge_build.text.ja import split_label, strip_label
+from knowledge_build.text.tex import readable, without_math
 
 
 @pytest.mark.parametrize("tex, text", [

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from knowledge_build import build, load_config, pipeline
-from knowledge_build.lexical_cache import FILE_NAME
+from knowledge_build.text.token_cache import FILE_NAME
 
 from .conftest import FakeEmbedder
 
@@ -146,7 +146,8 @@ def test_no_change_local_rebuild_loads_no_model_and_no_library_it_does_not_need(
 @pytest.fixture
 def romanised(monkeypatch):
     """Every heading the build romanises into a slug (section chunk ids), in order."""
-    from knowledge_build import sections, slugs
+    from knowledge_build.html import sections
+    from knowledge_build.text import slugs
 
     headings = []
     real = slugs.slug_for
@@ -162,7 +163,7 @@ def romanised(monkeypatch):
 
 
 def test_rebuild_without_changes_romanises_no_heading_and_names_sections_as_before(site_dir, romanised):
-    from knowledge_build import sections
+    from knowledge_build.html import sections
 
     config = load_config(site=site_dir, sections="unanchored")
     first = build(config, embedder=FakeEmbedder())
@@ -175,7 +176,7 @@ def test_rebuild_without_changes_romanises_no_heading_and_names_sections_as_befo
 
 
 def test_a_new_slug_recipe_romanises_every_heading_again(site_dir, romanised, monkeypatch):
-    from knowledge_build import section_memory, sections
+    from knowledge_build.html import section_memory, sections
 
     config = load_config(site=site_dir, sections="unanchored")
     build(config, embedder=FakeEmbedder())
@@ -190,7 +191,7 @@ def test_a_new_slug_recipe_romanises_every_heading_again(site_dir, romanised, mo
 @pytest.fixture
 def parts_read(monkeypatch):
     """The root of every page the build reads as sections (page_parts), in order."""
-    from knowledge_build import sections
+    from knowledge_build.html import sections
 
     pages = []
     real = sections.page_parts
@@ -232,7 +233,7 @@ def test_damaged_stored_parts_are_read_again_with_the_same_chunks(site_dir, part
 
 
 def test_a_change_of_the_code_reads_every_page_as_sections_again(site_dir, parts_read, monkeypatch):
-    from knowledge_build import section_memory
+    from knowledge_build.html import section_memory
 
     config = load_config(site=site_dir, sections="unanchored")
     build(config, embedder=FakeEmbedder())

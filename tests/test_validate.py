@@ -7,8 +7,8 @@ import pytest
 from click.testing import CliRunner
 
 from knowledge_build import build, load_config
+from knowledge_build.checks.validate import validate_site
 from knowledge_build.cli import main
-from knowledge_build.validate import validate_site
 
 from .conftest import LocalLookalike
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ContentTooLarge
-from ..ranking import SearchSettings, fuse
-from ..search import check_query
-from ..text_ja import analyze, analyze_query, nfkc
-from ..windows import split_text
+from ..search.knowledge_index import check_query
+from ..search.ranking import SearchSettings, fuse
+from ..text.ja import analyze, analyze_query, nfkc
+from ..text.windows import split_text
 from .common import NotesUnavailable, NotFound, utc_now
 from .sqlite_transaction import sqlite_transaction
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KnowledgeBuildError
-from ..verify import decode, read_artifacts
+from ..index.verify import decode, read_artifacts
 
 DIM_TOKEN = "__DIM__"
 PUBLISH_LOCK = 7_305_001  # pg_advisory_xact_lock key: one publisher at a time
@@ -117,7 +117,7 @@ class PublishPlan:
 def load_publishable(index_dir: Path):
     """The verified artifact set as (manifest, chunk dicts, vectors); a schema 2 set verified in full
     (its vectors are fp16, published as the float32 values they decode to)."""
-    from ..verify_v2 import open_set
+    from ..index.verify_v2 import open_set
 
     artifacts = read_artifacts(index_dir)
     if artifacts.manifest["schema_version"] == 1:

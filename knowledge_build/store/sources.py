@@ -16,10 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..ranking import SearchSettings, fuse
-from ..search import check_query
+from ..search.knowledge_index import check_query
+from ..search.ranking import SearchSettings, fuse
 from ..web.chunk import WebChunk
 from .common import InvalidChunks, NotFound, utc_now
+
 
 class SourceStore:
     """Web sources with hybrid search. `target`: a SQLite file path or a postgresql:// URL.
@@ -73,7 +74,7 @@ class SourceStore:
         """The k best chunks for a question (dense + lexical, fused as the site's search does).
         threshold: the minimum cosine similarity between the query's and a chunk's vectors; a chunk
         below it is left out even when its words match (None keeps every candidate)."""
-        from ..text_ja import analyze_query, nfkc
+        from ..text.ja import analyze_query, nfkc
 
         text = check_query(text)
         if not text:
@@ -117,7 +118,7 @@ class SourceStore:
 
 def prepare(embedder, chunks: list[WebChunk]) -> list[dict]:
     """Each chunk's row: its fields, unit vector (float32) and tokens per field."""
-    from ..text_ja import analyze
+    from ..text.ja import analyze
 
     if not chunks:
         return []

@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from ..ranking import SearchSettings
+from ..search.ranking import SearchSettings
 from .common import SourcesUnavailable, utc_now
 
 # Field -> (lexeme mark, tsvector weight class); ts_rank's weights are given as {D, C, B, A}.

@@ -49,7 +49,7 @@ def page_chunks(page: FetchedPage, *, max_chars: int = 800) -> list[WebChunk]:
     root = parse_html(page.html)
     title = page_title(root)
     try:
-        from ..sections import page_parts
+        from ..html.sections import page_parts
 
         parts = page_parts(root, anchored=set(), max_chars=max_chars)
     except ImportError as exc:  # fugashi/unidic-lite/jaconv name the sections

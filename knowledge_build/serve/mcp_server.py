@@ -1,0 +1,254 @@
+"""The MCP server: the tutor's gateway to the site's knowledge and its own notes.
+
+Tools: search_knowledge, get_chunk_by_id, list_concepts (the site's chunks, database first and
+the artifacts as fallback), save_knowledge, delete_knowledge, knowledge_import, knowledge_query
+(the writable store), crawl_site, add_page, source_status, delete_source (web sources, in the same
+store: mcp_sources.py). Over HTTP (streamable HTTP at /mcp) it also answers GET /health.
+Uses only the public API; every limit (query, note and document size, chunks per import, top_k)
+is the library's, and a call over one gets the library's message as its tool error.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import knowledge_build as kb
+
+MAX_TOP_K = 50  # results per search call; larger top_k values are clamped to it
+DEFAULT_CONCEPTS, MAX_CONCEPTS = 100, 500  # list_concepts page size; larger limits are clamped
+
+INSTRUCTIONS = (
+    "Search a Japanese mathematics teaching site. search_knowledge finds the boxes (rules, methods, "
+    "definitions, examples, tips) that answer a question and links straight to them; tell the student "
+    "what they will learn there (learns). save_knowledge / knowledge_import keep your own notes and "
+    "documents, knowledge_query searches them."
+)
+
+
+def create_server(service, notes, sources=None, crawl_settings=None):
+    """An MCPServer over a SearchService (site chunks), a NoteStore (writable knowledge) and, when
+    given, a SourceStore (web pages: the source tools, and web chunks mixed into search_knowledge)."""
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+
+    from .mcp_sources import mixed, register_source_tools, web_results
+    from .retrieval_log import log_retrieval
+
+    server = _strict_server_class()("knowledge-build", instructions=INSTRUCTIONS, version=kb.__version__)
+
+    @server.tool()
+    def search_knowledge(query: str, top_k: int = 5, type: str | None = None, category: str | None = None,
+                         material: str | None = None, level: str | None = None, min_relevance: float | None = None,
+                         include_sources: bool | None = None):
+        """Find the knowledge boxes that answer a question (Japanese, kana, romaji or English).
+
+        Returns results best first with url (a link to the exact box, from the site root),
+        absolute_url (the same on the site's host, when known), title, learns (what the student
+        learns there), excerpt, similarity (0-1), relevance (calibrated 0-1) and relevant (true
+        when relevance >= 0.5), type (rule, method, definition, example, tip; section: a page's text
+        under a heading, linked to the heading; table: rows of a table with its header), source (database
+        or artifacts) and locations (other pages teaching the same concept). Top-level `relevant`
+        is false when no result is relevant: the site has nothing on the question, do not cite
+        these results. min_relevance (0-1, e.g. 0.5) drops results below it.
+        Filters: type, category (id or the site's name, e.g. equations), material (page name or
+        title), level (基礎, 標準, 発展). A filter value the site does not have is an error naming
+        the values it has. include_sources (default: true when web sources are stored, and no filter
+        is given) mixes chunks of crawled web pages into the list (source "web", source_url, heading).
+        """
+        if not query or not query.strip():
+            return _error("query is required")
+        if min_relevance is not None and not 0 <= min_relevance <= 1:
+            return _error("min_relevance must be between 0 and 1")
+        try:
+            results = service.search(query, k=_top_k(top_k), type=type, category=category, material=material,
+                                     level=level, min_relevance=min_relevance)
+        except (kb.InputTooLarge, kb.UnknownFilterValue) as exc:
+            return _error(str(exc))
+        site = [r.to_dict() for r in results]
+        relevant = any(r.relevant for r in results)
+        filtered = any(v is not None for v in (type, category, material, level, min_relevance))
+        if sources is not None and (include_sources or (include_sources is None and not filtered)):
+            site = mixed(site, web_results(sources, query, _top_k(top_k)), _top_k(top_k))
+        log_retrieval(query, site)
+        return _ok({"results": site, "total": len(site), "relevant": relevant})
+
+    @server.tool()
+    def get_chunk_by_id(id: str):
+        """The full knowledge box for an id like '二次方程式#rule-quadratic-formula' (content, learns, url…)."""
+        if not id or not id.strip():
+            return _error("id is required")
+        try:
+            return _ok(_jsonable(service.get(id)))
+        except kb.ChunkNotFound:
+            return _error("knowledge not found")
+
+    @server.tool()
+    def list_concepts(category: str | None = None, type: str | None = None, limit: int = DEFAULT_CONCEPTS,
+                      offset: int = 0):
+        """The knowledge boxes (id, title, type, url, absolute_url, learns, material, category) in id
+        order, optionally of one category or type, one page at a time: `limit` (default 100, at most
+        500) from `offset`. Returns `total` (all that match) and `next_offset` (null on the last page)."""
+        if offset < 0:
+            return _error("offset must be 0 or more")
+        try:
+            return _ok(service.concept_page(type=type, category=category, offset=offset,
+                                            limit=max(1, min(limit, MAX_CONCEPTS))))
+        except kb.UnknownFilterValue as exc:
+            return _error(str(exc))
+
+    @server.tool()
+    def save_knowledge(content: str, title: str | None = None, tags: list[str] | None = None):
+        """Save a note of your own (searchable with knowledge_query). Title defaults to the first 30 characters."""
+        if not content or not content.strip():
+            return _error("content is required")
+        try:
+            return _ok(notes.save(content, title, tags))
+        except kb.InputTooLarge as exc:
+            return _error(str(exc))
+
+    @server.tool()
+    def delete_knowledge(id: str):
+        """Delete a saved note, or an imported document with all its chunks, by id."""
+        if not id or not id.strip():
+            return _error("id is required")
+        try:
+            notes.delete(id)
+        except kb.KnowledgeBuildError:
+            return _error("knowledge not found")
+        return _ok({"deleted": id})
+
+    @server.tool()
+    def knowledge_import(title: str, content: str, source: str | None = None, category: str | None = None,
+                         chunk_size: int = 500, chunk_overlap: int = 50, metadata: dict | None = None):
+        """Import a document: split by paragraph, then sentence, then characters into overlapping chunks."""
+        if not title or not title.strip():
+            return _error("title is required")
+        if not content or not content.strip():
+            return _error("content is required")
+        if not 100 <= chunk_size <= 10000:
+            return _error("chunk_size must be between 100 and 10000")
+        if not 0 <= chunk_overlap < chunk_size:
+            return _error("chunk_overlap must be >= 0 and < chunk_size")
+        try:
+            return _ok(notes.import_document(title, content, source or "", category or "", chunk_size,
+                                             chunk_overlap, metadata))
+        except kb.InputTooLarge as exc:
+            return _error(str(exc))
+
+    @server.tool()
+    def knowledge_query(query: str, top_k: int = 5, category: str | None = None, document_id: str | None = None,
+                        include_document_info: bool = True):
+        """Search your saved notes and imported documents by meaning."""
+        if not query or not query.strip():
+            return _error("query is required")
+        try:
+            found = notes.search(query, top_k=_top_k(top_k), category=category, document_id=document_id)
+        except kb.InputTooLarge as exc:
+            return _error(str(exc))
+        results = []
+        for item in found:
+            entry = {"chunk_id": item["id"], "content": item["content"], "similarity": item["similarity"],
+                     "title": item["title"]}
+            if include_document_info:
+                entry["document"] = notes.document(item["document_id"]) if item["document_id"] else None
+            results.append(entry)
+        return _ok({"results": results, "total": len(results)})
+
+    if sources is not None:
+        register_source_tools(server, sources, crawl_settings, _ok, _error)
+
+    @server.custom_route("/health", methods=["GET"])
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "healthy", "version": kb.__version__, **service.health(),
+                             "notes": notes.backend})
+
+    return server
+
+
+@lru_cache(maxsize=1)
+def _strict_server_class():
+    """MCPServer that refuses arguments a tool does not take. The SDK drops them silently, so a
+    misspelt filter (`categroy`) would widen the search without a word."""
+    from mcp.server.mcpserver import MCPServer
+
+    class StrictServer(MCPServer):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.tool_arguments: dict[str, tuple[str, ...]] = {}
+
+        def tool(self, *args, **kwargs):
+            register = super().tool(*args, **kwargs)
+
+            def decorator(fn):
+                self.tool_arguments[kwargs.get("name") or fn.__name__] = tuple(inspect.signature(fn).parameters)
+                return register(fn)
+
+            return decorator
+
+        async def call_tool(self, name, arguments, context=None):
+            allowed = self.tool_arguments.get(name)
+            unknown = sorted(set(arguments) - set(allowed)) if allowed is not None else []
+            if unknown:
+                return _error(f"{name} does not take {', '.join(map(repr, unknown))}; "
+                              f"its arguments are: {', '.join(allowed)}")
+            return await super().call_tool(name, arguments, context)
+
+        async def list_tools(self):
+            tools = await super().list_tools()
+            for tool in tools:  # say so in the published schema too
+                tool.input_schema["additionalProperties"] = False
+            return tools
+
+    return StrictServer
+
+
+def _top_k(value: int) -> int:
+    return max(1, min(value, MAX_TOP_K))
+
+
+def _ok(data: dict):
+    """A tool result with the data both as JSON text and as structured content."""
+    from mcp_types import CallToolResult, TextContent
+
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
+                          structured_content=data)
+
+
+def _error(message: str):
+    """A tool error whose text is exactly `message` (the SDK's ToolError would prefix it)."""
+    from mcp_types import CallToolResult, TextContent
+
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+def _jsonable(row: dict) -> dict:
+    return {k: (list(v) if isinstance(v, tuple) else v.isoformat() if hasattr(v, "isoformat") else v)
+            for k, v in row.items() if k != "embedding"}
+
+
+def serve(config, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
+          allowed_hosts: tuple[str, ...] = ()) -> None:
+    """Serve the site's index and the writable store resolved from one Config (index, database_url,
+    database_timeout, base_url, embedding_timeout, store/notes, the crawl settings)."""
+    from ..config import is_database_url, store_target
+    from ..store.sources import SourceStore
+    from ..web.ingest import crawler_settings
+    from .mcp_transport import run_http, run_stdio
+    from .retrieval_log import enable
+    from .service import service_for
+
+    enable(config.debug_log)
+    index = kb.open_search(config, use_database=False)
+    service = service_for(index, config)
+    target = store_target(config)
+    notes = (kb.NoteStore(index.embedder, None, target) if is_database_url(target)
+             else kb.NoteStore(index.embedder, Path(target)))
+    sources = SourceStore(index.embedder, target)
+    server = create_server(service, notes, sources, crawler_settings(config))
+    if transport == "http":
+        run_http(server, host, port, token, allowed_hosts)
+    else:
+        run_stdio(server)

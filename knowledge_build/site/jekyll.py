@@ -1,0 +1,271 @@
+"""Finding material pages in a Jekyll source directory or a built `_site`, and site facts.
+
+Owns: which kind of directory we were given, `_config.yml` (baseurl, url, permalink,
+exclude, destination), `_data/learns.yml`, `_data/categories.yml` (category id -> the name the
+site shows), and each page's permalink.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..diagnostics import Diagnostic
+from ..errors import SiteNotFound
+from ..readfile import file_kind
+from ..yamlfile import YamlDocument, YamlError
+from ..yamlfile import load_file as load_yaml_file
+
+# Jekyll never renders these, whatever _config.yml says.
+_ALWAYS_SKIPPED_DIRS = {"node_modules", "vendor", ".git", ".bundle", ".knowledge-cache"}
+
+
+@dataclass
+class Site:
+    root: Path  # the directory we were given
+    kind: str  # "source" | "built"
+    source_root: Path | None  # Jekyll source (front matter, _data), if known
+    output_root: Path  # where the built site is (or will be)
+    baseurl: str = ""
+    url: str = ""
+    permalink_style: str = ""
+    exclude: tuple[str, ...] = ()
+    learns: dict = field(default_factory=dict)  # material -> anchor -> [items]
+    generated_learns: dict = field(default_factory=dict)  # material -> anchor -> {source_hash, learns}
+    categories: dict = field(default_factory=dict)  # category id -> display name (_data/categories.yml)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def default_index_dir(self) -> Path:
+        return self.index_dir(2)
+
+    def index_dir(self, schema: int) -> Path:
+        return self.output_root / "knowledge" / f"v{schema}"
+
+
+def open_site(path: Path, baseurl: str | None = None, exclude=(), data: bool = True) -> Site:
+    """The site at `path`; `data=False` reads only `_config.yml` (not learns.yml and categories.yml):
+    enough to find its pages and output, as a no-change rebuild needs."""
+    root = Path(path)
+    if not root.is_dir():
+        raise SiteNotFound(root)
+    root = root.resolve()
+    if (root / "_config.yml").is_file():
+        source, kind = root, "source"
+    elif (root.parent / "_config.yml").is_file():
+        source, kind = root.parent, "built"
+    else:
+        source, kind = None, "built"
+    site = Site(root=root, kind=kind, source_root=source, output_root=root)
+    if source is not None:
+        _read_jekyll_config(site, source / "_config.yml")
+        if data:
+            site.learns = _read_learns(site, source / "_data" / "learns.yml")
+            site.categories = _read_categories(site, source / "_data" / "categories.yml")
+    if baseurl is not None:
+        site.baseurl = baseurl
+    site.baseurl = "/" + site.baseurl.strip("/") if site.baseurl.strip("/") else ""
+    site.exclude = site.exclude + tuple(exclude)
+    return site
+
+
+def _load_yaml(site: Site, path: Path, rule: str) -> YamlDocument | None:
+    """Parse a YAML file of the site; any problem becomes a diagnostic on its line."""
+    try:
+        return load_yaml_file(path)
+    except YamlError as exc:
+        site.diagnostics.append(exc.diagnostic(rule))
+        return None
+
+
+def _shape_error(site: Site, doc: YamlDocument, keys: tuple, rule: str, message: str, fix: str) -> None:
+    site.diagnostics.append(Diagnostic(doc.path, doc.line(*keys), 1, "error", rule, message, fix))
+
+
+def _read_jekyll_config(site: Site, path: Path) -> None:
+    doc = _load_yaml(site, path, "config-yaml")
+    config = doc.data if doc is not None else None
+    if config is None:
+        return
+    if not isinstance(config, dict):
+        _shape_error(site, doc, (), "config-yaml", "_config.yml must be a mapping of settings",
+                     "write it as 'key: value' lines, e.g. 'baseurl: /my-site'")
+        return
+    site.baseurl = _config_text(site, doc, "baseurl")
+    site.url = _config_text(site, doc, "url")
+    site.permalink_style = _config_text(site, doc, "permalink")
+    exclude = config.get("exclude") or []
+    exclude = [exclude] if isinstance(exclude, str) else exclude
+    if not isinstance(exclude, list) or any(isinstance(x, (dict, list)) or x is None for x in exclude):
+        _shape_error(site, doc, ("exclude",), "config-yaml", "exclude must be a list of paths or patterns",
+                     "write it as 'exclude: [drafts/, \"*.tmp.html\"]'")
+        exclude = ()
+    site.exclude = tuple(str(x) for x in exclude)
+    if site.kind == "source":
+        destination = _config_text(site, doc, "destination") or "_site"
+        site.output_root = (site.root / destination).resolve()
+
+
+def _config_text(site: Site, doc: YamlDocument, key: str) -> str:
+    value = doc.data.get(key)
+    if isinstance(value, (dict, list)):
+        _shape_error(site, doc, (key,), "config-yaml", f"{key} must be a single value, not a "
+                     f"{'list' if isinstance(value, list) else 'mapping'}", f"write it as '{key}: value'")
+        return ""
+    return "" if value is None or value is False else str(value)
+
+
+_LEARNS_FIX = "write it as `material:\\n  anchor:\\n    - item`"
+
+
+def _data_file(site: Site, path: Path, rule: str):
+    """A `_data/*.yml` file that exists and holds something; None otherwise (a syntax error is
+    already a diagnostic on its line)."""
+    if not path.is_file():
+        return None
+    doc = _load_yaml(site, path, rule)
+    return None if doc is None or doc.data is None else doc
+
+
+def _read_learns(site: Site, path: Path) -> dict:
+    """material -> anchor -> items; entries of another shape are errors on their line and left out."""
+    doc = _data_file(site, path, "learns-yaml")
+    if doc is None:
+        return {}
+    if not isinstance(doc.data, dict):
+        _shape_error(site, doc, (), "learns-yaml", "_data/learns.yml must map material -> anchor -> list of items",
+                     "restructure the file as `material:\\n  anchor:\\n    - item`")
+        return {}
+    learns: dict = {}
+    for material, anchors in doc.data.items():
+        if anchors is None:
+            continue
+        if not isinstance(anchors, dict):
+            _shape_error(site, doc, (material,), "learns-yaml",
+                         f"learns of '{material}' must map anchors to lists of items", _LEARNS_FIX)
+            continue
+        for anchor, items in anchors.items():
+            if not isinstance(items, list) or any(isinstance(i, (dict, list)) or i is None for i in items):
+                _shape_error(site, doc, (material, anchor), "learns-yaml",
+                             f"learns of '{material}#{anchor}' must be a list of texts", _LEARNS_FIX)
+                continue
+            learns.setdefault(str(material), {})[str(anchor)] = items
+    return learns
+
+
+_CATEGORIES_FIX = "write each category as `- id: geometry` with a `name:` line holding the name the site shows"
+
+
+def _read_categories(site: Site, path: Path) -> dict[str, str]:
+    """id -> name from a list of {id, name} (Jekyll's usual shape); other entries are errors on
+    their line and left out (filters then accept the id only)."""
+    doc = _data_file(site, path, "categories-yaml")
+    if doc is None:
+        return {}
+    if not isinstance(doc.data, list):
+        _shape_error(site, doc, (), "categories-yaml", "_data/categories.yml must be a list of categories",
+                     _CATEGORIES_FIX)
+        return {}
+    categories: dict[str, str] = {}
+    for number, entry in enumerate(doc.data):
+        bad = [k for k in ("id", "name") if not isinstance(entry, dict) or not _single_text(entry.get(k))]
+        if bad:
+            where = (number, bad[0]) if isinstance(entry, dict) else (number,)
+            _shape_error(site, doc, where, "categories-yaml",
+                         f"category {number + 1} needs an 'id' and a 'name', each a single text", _CATEGORIES_FIX)
+            continue
+        categories[str(entry["id"]).strip()] = str(entry["name"]).strip()
+    return categories
+
+
+def _single_text(value) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool) and bool(str(value).strip())
+
+
+def find_pages(site: Site) -> list[Path]:
+    """HTML pages Jekyll would render (source) or has written (built), sorted.
+
+    Only regular files (or symlinks to them) are pages; anything else named *.html is skipped
+    with a diagnostic, and never opened (a FIFO would block forever).
+    """
+    def unreadable_directory(exc: OSError) -> None:  # rglob would skip it without a word
+        site.diagnostics.append(Diagnostic(str(exc.filename), 1, 1, "error", "directory-unreadable",
+                                           f"the directory cannot be read ({exc.strerror}); pages in it are not indexed",
+                                           f"make it readable (chmod a+rx '{exc.filename}')"))
+
+    candidates = []
+    for folder, dirs, files in os.walk(site.root, onerror=unreadable_directory):
+        base = Path(folder)
+        dirs[:] = [d for d in dirs if d.endswith(".html") or not _skipped(site, (base / d).relative_to(site.root))]
+        candidates += [base / name for name in dirs + files if name.endswith(".html")]
+    return [path for path in sorted(candidates)
+            if not _skipped(site, path.relative_to(site.root)) and _is_page_file(site, path)]
+
+
+def _is_page_file(site: Site, path: Path) -> bool:
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        target = os.readlink(path) if path.is_symlink() else ""
+        what = f"a symlink to '{target}', which does not exist" if target else f"unreadable ({exc.strerror})"
+        site.diagnostics.append(Diagnostic(str(path), 1, 1, "warning", "page-skipped",
+                                           f"{path.name} is {what}; it is skipped",
+                                           "point the link at an existing page or remove it"))
+        return False
+    if stat.S_ISREG(mode):
+        return True
+    if stat.S_ISDIR(mode):  # its pages are found by the walk itself
+        site.diagnostics.append(Diagnostic(str(path), 1, 1, "info", "page-skipped",
+                                           f"{path.name} is a directory, not a page", ""))
+        return False
+    site.diagnostics.append(Diagnostic(str(path), 1, 1, "warning", "page-skipped",
+                                       f"{path.name} is a {file_kind(mode)}, not a page; it is skipped",
+                                       "replace it with a regular file or remove it"))
+    return False
+
+
+def _skipped(site: Site, rel: Path) -> bool:
+    parts = rel.parts
+    if any(p in _ALWAYS_SKIPPED_DIRS for p in parts):
+        return True
+    if site.kind == "source":
+        # Jekyll ignores _underscored and .dotted entries (layouts, includes, _site).
+        if any(p.startswith(("_", ".")) for p in parts):
+            return True
+        if site.output_root.is_relative_to(site.root) and (site.root / rel).is_relative_to(site.output_root):
+            return True
+    elif parts[0] == "knowledge":
+        return True
+    text = rel.as_posix()
+    return any(
+        fnmatch.fnmatch(text, pat) or fnmatch.fnmatch(text, pat.rstrip("/") + "/*") or parts[0] == pat.rstrip("/")
+        for pat in site.exclude
+    )
+
+
+def permalink(site: Site, rel: Path, front_matter: dict) -> str:
+    """The page's URL path under the site root, as Jekyll writes it (without baseurl)."""
+    explicit = front_matter.get("permalink")
+    if explicit:
+        link = str(explicit)
+        if not link.startswith("/"):
+            link = "/" + link
+        return link
+    posix = rel.as_posix()
+    if site.kind == "source" and site.permalink_style == "pretty":
+        stem = posix[: -len(".html")]
+        if stem == "index" or stem.endswith("/index"):
+            return "/" + stem[: -len("index")]
+        return f"/{stem}/"
+    return "/" + posix
+
+
+def source_page_for(site: Site, rel: Path) -> Path | None:
+    """For a built page, the Jekyll source file it was rendered from (default permalinks)."""
+    if site.kind != "built" or site.source_root is None:
+        return None
+    candidate = site.source_root / rel
+    return candidate if candidate.is_file() else None
