@@ -34,7 +34,7 @@ RRF = {"fusion": "rrf", "channel_weights": {"dense": 1.0, "lexical": 1.0}}
 
 def _lemma_without_numerals(word):
     lemma = getattr(word.feature, "lemma", None) or word.surface
-    return word.surface if text_ja._ASCII_WORD.fullmatch(word.surface) else lemma.split("-")[0]
+    return word.surface if text_ja.ASCII_WORD.fullmatch(word.surface) else lemma.split("-")[0]
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ import numpy as np
 import knowledge_build as kb
 from knowledge_build.embed.cache import VectorCache
 from knowledge_build.embed.runner import embed_with_cache
-from knowledge_build.evaluation.evaluate import _mean, evaluate, load_dataset, query_metrics
+from knowledge_build.evaluation.evaluate import evaluate, load_dataset, mean_metrics, query_metrics
 from knowledge_build.evaluation.squad import convert_squad
 
 
@@ -87,7 +87,7 @@ def plain_dense(index, texts: dict[str, str], queries, query_vectors, cache_dir:
         scores = matrix @ _normalised(np.asarray(qvec, dtype=np.float32).reshape(1, -1))[0]
         top = np.argsort(-scores, kind="stable")[:10]
         rows.append(query_metrics([ids[i] for i in top], set(query.relevant), 5))
-    return _mean(rows, 5)
+    return mean_metrics(rows, 5)
 
 
 def _normalised(matrix: np.ndarray) -> np.ndarray:

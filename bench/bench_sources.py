@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from knowledge_build.store.sources import SourceStore, _unit
+from knowledge_build.store.sources import SourceStore, unit_vector
 from knowledge_build.text.ja import analyze, analyze_query
 
 DIM = 384
@@ -43,7 +43,7 @@ class RandomEmbedder:
         return np.stack([self.embed_query(t) for t in texts])
 
     def embed_query(self, text):
-        return _unit(self.rng.standard_normal(DIM).astype(np.float32))
+        return unit_vector(self.rng.standard_normal(DIM).astype(np.float32))
 
 
 def load(path: Path) -> tuple[list[tuple[str, str, dict]], list[str]]:
@@ -70,7 +70,7 @@ def rows_for(paragraphs, start: int, rng) -> tuple[str, list[dict]]:
         tokens["heading"] = tokens["page"]
         rows.append({"chunk_index": i, "url": f"#s{i}", "title": title, "heading": title, "parents": [],
                      "kind": "section", "text": "\n".join(p[1] for p in picks), "crawled_at": CRAWLED,
-                     "embedding": _unit(rng.standard_normal(DIM).astype(np.float32)), "tokens": tokens})
+                     "embedding": unit_vector(rng.standard_normal(DIM).astype(np.float32)), "tokens": tokens})
     return picks[0][0], rows
 
 
@@ -103,7 +103,7 @@ def measure(path: Path, index: str, paragraphs, questions, size: int, queries: i
     rng = np.random.default_rng(7)
     store = SourceStore(RandomEmbedder(), path, vector_index=index)
     fill_s = fill(store, paragraphs, size) if store.status()["chunks"] == 0 else 0.0
-    asked = [(_unit(rng.standard_normal(DIM).astype(np.float32)), analyze_query(q))
+    asked = [(unit_vector(rng.standard_normal(DIM).astype(np.float32)), analyze_query(q))
              for q in questions[:queries]]
     store.query_vector(*asked[0], k=5)  # warm: the numpy fallback reads the vectors once
     times = []

@@ -25,13 +25,13 @@ from knowledge_build.html.fragments import fragment_lands
 from knowledge_build.html.sections import page_parts, page_text
 from knowledge_build.kinds import KNOWLEDGE_ID
 from knowledge_build.site.jekyll import find_pages, open_site
-from knowledge_build.site.scan import _split_front_matter, scan_page
+from knowledge_build.site.scan import scan_page, split_front_matter
 
 ANCHOR_PREFIXES = ("rule-", "method-", "def-", "tip-")
 
 
 def parse(page, text):
-    body, offset = _split_front_matter(page, text)
+    body, offset = split_front_matter(page, text)
     parser = lxml.html.HTMLParser(recover=True, remove_comments=True, huge_tree=True)
     return lxml.html.document_fromstring(body, parser=parser), offset
 

@@ -27,6 +27,7 @@ from knowledge_build.errors import (
     ManifestInvalid,
     SchemaVersionMismatch,
 )
+from knowledge_build.index import files as files_module
 from knowledge_build.index import verify as verify_module
 from knowledge_build.index.artifacts import build_id_of, sha256
 from knowledge_build.index.verify import verify_set
@@ -79,12 +80,13 @@ class ReadSpy:
 
     def __init__(self, monkeypatch):
         self.calls = []
-        real = verify_module._read
+        real = files_module.read_bounded
 
         def spy(file, path, name, limit):
             self.calls.append((name, limit))
             return real(file, path, name, limit)
-        monkeypatch.setattr(verify_module, "_read", spy)
+        for module in (files_module, verify_module):  # verify took the name at import; verify_v2 reads files'
+            monkeypatch.setattr(module, "read_bounded", spy)
 
     def limits(self, name):
         return [limit for n, limit in self.calls if n == name]

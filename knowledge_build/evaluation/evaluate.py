@@ -133,8 +133,8 @@ def evaluate(index, queries: list[LabelledQuery], k: int = 5, mode: str = "hybri
             progress()
     kinds = sorted({r["kind"] for r in rows if r["kind"]})
     return Report(
-        mode=mode, k=k, metrics=_mean(rows, k),
-        per_kind={kind: {**_mean([r for r in rows if r["kind"] == kind], k),
+        mode=mode, k=k, metrics=mean_metrics(rows, k),
+        per_kind={kind: {**mean_metrics([r for r in rows if r["kind"] == kind], k),
                          "queries": sum(r["kind"] == kind for r in rows)} for kind in kinds},
         latency_ms={"p50": round(statistics.median(latencies), 2), "p95": round(_p95(latencies), 2)},
         queries=rows)
@@ -156,7 +156,7 @@ def query_metrics(retrieved: list[str], relevant: set[str], k: int) -> dict[str,
     }
 
 
-def _mean(rows: list[dict], k: int) -> dict[str, float]:
+def mean_metrics(rows: list[dict], k: int) -> dict[str, float]:
     keys = ("hit@1", "hit@5", "hit@10", f"recall@{k}", f"precision@{k}", f"f1@{k}", "mrr@10", "ndcg@10")
     return {key: round(sum(r[key] for r in rows) / len(rows), 4) for key in keys} | {"queries": len(rows)}
 

@@ -92,7 +92,7 @@ def scan_page(site: Site, path: Path, box_classes=(), sections: str = "off") -> 
     text = _read_text(page)
     if text is None:
         return page
-    body, offset = _split_front_matter(page, text)
+    body, offset = split_front_matter(page, text)
     source = source_page_for(site, rel)
     if source is not None:
         _front_matter_from_source(page, source)
@@ -116,7 +116,7 @@ def parse_page(path: Path):
     text = _read_text(page)
     if text is None:
         return None
-    body, _ = _split_front_matter(page, text)
+    body, _ = split_front_matter(page, text)
     if not body.strip():
         return None
     try:
@@ -166,7 +166,7 @@ def _read_text(page: Page) -> str | None:
     return text.removeprefix("\ufeff")
 
 
-def _split_front_matter(page: Page, text: str) -> tuple[str, int]:
+def split_front_matter(page: Page, text: str) -> tuple[str, int]:
     """Return the HTML body and how many lines precede it in the file."""
     if not re.match(r"---[ \t]*\r?\n", text):
         return text, 0
@@ -237,7 +237,7 @@ def _front_matter_from_source(page: Page, source: Path) -> None:
     shadow = Page(path=source, rel="", material=page.material, url_path="")
     text = _read_text(shadow)
     if text is not None:
-        _split_front_matter(shadow, text)
+        split_front_matter(shadow, text)
     page.front_matter, page.has_front_matter = shadow.front_matter, shadow.has_front_matter
     page.diagnostics.extend(shadow.diagnostics)
 

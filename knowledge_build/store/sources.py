@@ -90,7 +90,7 @@ class SourceStore:
         if not isinstance(tokens, dict):
             lemmas = [str(t) for t in tokens]
             tokens = {"lemma": lemmas, "page": list(dict.fromkeys(lemmas)), "heading": list(dict.fromkeys(lemmas))}
-        qvec = _unit(np.asarray(vector, dtype=np.float32))
+        qvec = unit_vector(np.asarray(vector, dtype=np.float32))
         dense, lexical, rows = self._db.candidates(qvec, tokens, self.settings.candidates)
         # Every candidate's cosine from its stored vector: the same numbers whichever index found it.
         cosine = {i: float(np.dot(qvec, row["embedding"])) for i, row in rows.items()}
@@ -133,7 +133,7 @@ def prepare(embedder, chunks: list[WebChunk]) -> list[dict]:
         tokens["heading"] = list(dict.fromkeys(page + analyze(heading)["lemma"]))
         rows.append({"chunk_index": chunk.chunk_index, "url": chunk.url, "title": chunk.title,
                      "heading": chunk.heading, "parents": list(chunk.parents), "kind": chunk.kind,
-                     "text": chunk.text, "crawled_at": chunk.crawled_at, "embedding": _unit(vector),
+                     "text": chunk.text, "crawled_at": chunk.crawled_at, "embedding": unit_vector(vector),
                      "tokens": tokens})
     return rows
 
@@ -144,7 +144,7 @@ def embed_text(chunk: WebChunk) -> str:
     return "\n".join(p for p in (chunk.title, path, chunk.text) if p)
 
 
-def _unit(vector: np.ndarray) -> np.ndarray:
+def unit_vector(vector: np.ndarray) -> np.ndarray:
     norm = float(np.linalg.norm(vector))
     return (vector / norm).astype(np.float32) if norm else vector.astype(np.float32)
 

@@ -30,7 +30,7 @@ _TITLE_FIELDS = ("page", "heading")
 _SKIP_POS = {"補助記号", "空白", "助詞", "助動詞"}
 _BREAK_POS = {"補助記号", "空白"}
 _COMPOUND_POS = {"名詞", "接尾辞"}
-_ASCII_WORD = re.compile(r"[a-z0-9]+")
+ASCII_WORD = re.compile(r"[a-z0-9]+")
 KANA_N = 2  # length of the kana character n-grams
 _KANJI_DIGITS = {"〇": 0, "零": 0, "一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _KANJI_UNITS = {"十": 10, "百": 100, "千": 1000}
@@ -145,7 +145,7 @@ def analyze(text: str) -> dict[str, list[str]]:
         if lemma:
             lemmas.append(lemma)
             # 一次 and 二次 share 次: the compound keeps them apart (二次方程式 -> 2, 次, 2次, 方程, 式).
-            if numeral and feature.pos1 in _COMPOUND_POS and not _ASCII_WORD.fullmatch(lemma):
+            if numeral and feature.pos1 in _COMPOUND_POS and not ASCII_WORD.fullmatch(lemma):
                 lemmas.append(numeral + lemma)
         numeral = lemma if getattr(feature, "pos2", "") == "数詞" and lemma.isdigit() else ""
         if len(kana) > 1:
@@ -157,7 +157,7 @@ def analyze(text: str) -> dict[str, list[str]]:
 
 def _lemma(word) -> str:
     surface = word.surface
-    if _ASCII_WORD.fullmatch(surface):
+    if ASCII_WORD.fullmatch(surface):
         return surface
     lemma = getattr(word.feature, "lemma", None) or surface
     if getattr(word.feature, "pos2", "") == "数詞" and all(c in _KANJI_DIGITS or c in _KANJI_UNITS for c in lemma):
