@@ -82,47 +82,8 @@ def _default_cache_dir() -> Path:
 
 
 _FIELDS = {f.name for f in fields(Config)} - {"sources"}
-_ENV = {
-    "KB_SITE": "site",
-    "KB_OUTPUT": "output",
-    "KB_BASEURL": "baseurl",
-    "KB_EMBEDDER": "embedder",
-    "KB_BATCH_SIZE": "batch_size",
-    "KB_CACHE_DIR": "cache_dir",
-    "KB_GLOSSARY": "glossary",
-    "KB_THESAURUS": "thesaurus",
-    "KB_GENERATED_LEARNS": "generated_learns",
-    "KB_EMBEDDING_MODEL": "embedding_model",
-    "KB_EMBEDDING_DIMENSIONS": "embedding_dimensions",
-    "KB_BASE_URL": "base_url",
-    "KB_EMBEDDING_TIMEOUT": "embedding_timeout",
-    "KB_INDEX": "index",
-    "KB_DATABASE_URL": "database_url",
-    "KB_DATABASE_TIMEOUT": "database_timeout",
-    "KB_NOTES": "notes",
-    "KB_CHAT_BASE_URL": "chat_base_url",
-    "KB_CHAT_MODEL": "chat_model",
-    "KB_CHAT_TIMEOUT": "chat_timeout",
-    "KB_RAG_ENABLED": "rag_enabled",
-    "KB_RETRIEVAL_COUNT": "retrieval_count",
-    "KB_RELEVANCE_THRESHOLD": "relevance_threshold",
-    "KB_SIMILARITY_THRESHOLD": "similarity_threshold",
-    "KB_SHOW_SOURCES": "show_sources",
-    "KB_SECTIONS": "sections",
-    "KB_ARTIFACT_SCHEMA": "artifact_schema",
-    "KB_DENSE_INDEX": "dense_index",
-    "KB_EXACT_MAX_ROWS": "exact_max_rows",
-    "KB_STORE": "store",
-    "KB_MAX_PAGES": "max_pages",
-    "KB_CRAWL_DELAY": "crawl_delay",
-    "KB_CRAWL_TIMEOUT": "crawl_timeout",
-    "KB_CRAWL_CONCURRENCY": "crawl_concurrency",
-    "KB_RESPECT_ROBOTS_TXT": "respect_robots_txt",
-    "KB_ROBOTS_TTL": "robots_ttl",
-    "KB_PROGRESS_INTERVAL": "progress_interval",
-    "KB_ALLOW_HOSTS": "allow_hosts",
-    "KB_DEBUG_LOG": "debug_log",
-}
+# Every setting has its environment variable: KB_ and the setting's name in capitals (KB_CACHE_DIR).
+_ENV = {f"KB_{name.upper()}": name for name in sorted(_FIELDS)}
 _COUNTS = ("max_pages", "crawl_concurrency", "progress_interval", "retrieval_count", "exact_max_rows")  # integers >= 1
 _FLAGS = ("respect_robots_txt", "rag_enabled", "show_sources")
 _FRACTIONS = ("relevance_threshold", "similarity_threshold")  # 0..1
@@ -209,70 +170,83 @@ def _coerce(values: dict, origin: str) -> dict:
 
 
 def _coerce_one(key: str, value, origin: str):
-    if key in _PATHS:
-        return Path(value).expanduser()
-    if key in ("missing_id", "prefix_mismatch"):
-        if value not in _SEVERITIES:
-            raise ConfigError(f"{origin}: {key} must be one of {', '.join(_SEVERITIES)}, got {value!r}.")
-        return value
-    if key == "embedding_dimensions":
-        try:
-            return int(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{origin}: embedding_dimensions must be an integer, got {value!r}.") from None
-    if key == "batch_size":
-        try:
-            number = int(value)
-        except (TypeError, ValueError):
-            number = 0
-        if number < 1:
-            raise ConfigError(f"{origin}: batch_size must be a positive integer, got {value!r}.")
-        return number
-    if key in ("embedding_timeout", "database_timeout", "crawl_timeout", "chat_timeout"):
-        return positive_seconds(value, origin, key)
-    if key in ("crawl_delay", "robots_ttl"):
-        return _seconds_or_zero(value, origin, key)
-    if key in _COUNTS:
-        return _count(value, origin, key)
-    if key in _FLAGS:
-        return _flag(value, origin, key)
-    if key in _FRACTIONS:
-        return _fraction(value, origin, key)
-    if key == "debug_log":
-        value = {True: "info", False: "off"}.get(value, value) if isinstance(value, bool) else str(value).lower()
-        value = {"true": "info", "1": "info", "on": "info", "false": "off", "0": "off"}.get(value, value)
-        if value not in DEBUG_LOG_LEVELS:
-            raise ConfigError(f"{origin}: debug_log must be one of off, info, debug (or true/false), got {value!r}.")
-        return value
-    if key == "store":
-        if not isinstance(value, (str, Path)) or not str(value).strip():
-            raise ConfigError(f"{origin}: store must be a SQLite file path or a postgresql:// URL, got {value!r}.")
-        return str(value) if is_database_url(str(value)) else str(Path(value).expanduser())
-    if key == "sections":
-        if value is False:  # YAML 1.1 reads an unquoted `sections: off` as false
-            value = "off"
-        if value not in SECTION_MODES:
-            raise ConfigError(f"{origin}: sections must be one of {', '.join(SECTION_MODES)}, got {value!r}.")
-        return value
-    if key == "artifact_schema":
-        if str(value) not in ("1", "2"):
-            raise ConfigError(f"{origin}: artifact_schema must be 1 or 2, got {value!r}.")
-        return int(value)
-    if key == "dense_index":
-        if value not in DENSE_INDEXES:
-            raise ConfigError(f"{origin}: dense_index must be one of {', '.join(DENSE_INDEXES)}, got {value!r}.")
-        return value
-    if key == "embedder":
-        if value not in EMBEDDERS:
-            raise ConfigError(
-                f"{origin}: unknown embedder {value!r}. Choose one of: {', '.join(EMBEDDERS)}."
-            )
-        return value
-    if key in ("box_classes", "exclude", "allow_hosts"):
-        if isinstance(value, str):
-            value = [v.strip() for v in value.split(",") if v.strip()]
-        return tuple(value)
+    coerce = _COERCERS.get(key)
+    return coerce(value, origin, key) if coerce else value
+
+
+def _path(value, origin: str, key: str) -> Path:
+    return Path(value).expanduser()
+
+
+def _severity(value, origin: str, key: str) -> str:
+    if value not in _SEVERITIES:
+        raise ConfigError(f"{origin}: {key} must be one of {', '.join(_SEVERITIES)}, got {value!r}.")
     return value
+
+
+def _integer(value, origin: str, key: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{origin}: {key} must be an integer, got {value!r}.") from None
+
+
+def _batch_size(value, origin: str, key: str) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if number < 1:
+        raise ConfigError(f"{origin}: {key} must be a positive integer, got {value!r}.")
+    return number
+
+
+def _debug_log(value, origin: str, key: str) -> str:
+    value = {True: "info", False: "off"}.get(value, value) if isinstance(value, bool) else str(value).lower()
+    value = {"true": "info", "1": "info", "on": "info", "false": "off", "0": "off"}.get(value, value)
+    if value not in DEBUG_LOG_LEVELS:
+        raise ConfigError(f"{origin}: {key} must be one of off, info, debug (or true/false), got {value!r}.")
+    return value
+
+
+def _store(value, origin: str, key: str) -> str:
+    if not isinstance(value, (str, Path)) or not str(value).strip():
+        raise ConfigError(f"{origin}: {key} must be a SQLite file path or a postgresql:// URL, got {value!r}.")
+    return str(value) if is_database_url(str(value)) else str(Path(value).expanduser())
+
+
+def _sections(value, origin: str, key: str) -> str:
+    if value is False:  # YAML 1.1 reads an unquoted `sections: off` as false
+        value = "off"
+    return _choice(value, origin, key, SECTION_MODES)
+
+
+def _artifact_schema(value, origin: str, key: str) -> int:
+    if str(value) not in ("1", "2"):
+        raise ConfigError(f"{origin}: {key} must be 1 or 2, got {value!r}.")
+    return int(value)
+
+
+def _dense_index(value, origin: str, key: str) -> str:
+    return _choice(value, origin, key, DENSE_INDEXES)
+
+
+def _choice(value, origin: str, key: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ConfigError(f"{origin}: {key} must be one of {', '.join(choices)}, got {value!r}.")
+    return value
+
+
+def _embedder(value, origin: str, key: str) -> str:
+    if value not in EMBEDDERS:
+        raise ConfigError(f"{origin}: unknown embedder {value!r}. Choose one of: {', '.join(EMBEDDERS)}.")
+    return value
+
+
+def _names(value, origin: str, key: str) -> tuple[str, ...]:
+    if isinstance(value, str):  # the environment's spelling: comma-separated
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    return tuple(value)
 
 
 def positive_seconds(value, origin: str, key: str = "embedding_timeout") -> float:
@@ -327,6 +301,23 @@ def _flag(value, origin: str, key: str) -> bool:
     if text in ("0", "false", "no", "off"):
         return False
     raise ConfigError(f"{origin}: {key} must be true or false, got {value!r}.")
+
+
+# How each setting is read from a file, the environment or a flag; a setting not named here is taken as is.
+_COERCERS = {
+    **dict.fromkeys(_PATHS, _path),
+    **dict.fromkeys(("missing_id", "prefix_mismatch"), _severity),
+    "embedding_dimensions": _integer,
+    "batch_size": _batch_size,
+    **dict.fromkeys(("embedding_timeout", "database_timeout", "crawl_timeout", "chat_timeout"), positive_seconds),
+    **dict.fromkeys(("crawl_delay", "robots_ttl"), _seconds_or_zero),
+    **dict.fromkeys(_COUNTS, _count),
+    **dict.fromkeys(_FLAGS, _flag),
+    **dict.fromkeys(_FRACTIONS, _fraction),
+    **dict.fromkeys(("box_classes", "exclude", "allow_hosts"), _names),
+    "debug_log": _debug_log, "store": _store, "sections": _sections, "artifact_schema": _artifact_schema,
+    "dense_index": _dense_index, "embedder": _embedder,
+}
 
 
 def store_target(config: Config) -> str:

@@ -1,10 +1,12 @@
 """Configuration: knowledge.yml / pyproject < KB_* env < flags, unset flags never override."""
 
+import dataclasses
+import re
 from pathlib import Path
 
 import pytest
 
-from knowledge_build import ConfigError, load_config
+from knowledge_build import Config, ConfigError, load_config
 
 
 def test_file_then_env_then_flags(tmp_path):
@@ -46,3 +48,15 @@ def test_inside_a_jekyll_site_the_current_directory_is_the_site(tmp_path):
     (tmp_path / "_config.yml").write_text("baseurl: ''\n", encoding="utf-8")
     assert load_config(cwd=tmp_path, env={}).site == tmp_path
     assert load_config(cwd=tmp_path, env={"KB_SITE": "elsewhere"}).site == Path("elsewhere")
+
+
+def test_every_setting_has_its_environment_variable_and_a_row_in_the_readme():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `(\w+)` \| `(KB_\w+)` \|", readme, flags=re.M))
+    settings = {f.name for f in dataclasses.fields(Config)} - {"sources"}
+    assert rows == {name: f"KB_{name.upper()}" for name in settings}
+
+
+def test_a_list_setting_reads_comma_separated_names_from_the_environment(tmp_path):
+    config = load_config(cwd=tmp_path, env={"KB_BOX_CLASSES": "note-box, rule-box", "KB_MISSING_ID": "error"})
+    assert config.box_classes == ("note-box", "rule-box") and config.missing_id == "error"
