@@ -31,13 +31,23 @@ INSTRUCTIONS = (
 def create_server(service, notes, sources=None, crawl_settings=None):
     """An MCPServer over a SearchService (site chunks), a NoteStore (writable knowledge) and, when
     given, a SourceStore (web pages: the source tools, and web chunks mixed into search_knowledge)."""
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse
-
-    from .mcp_sources import mixed, register_source_tools, web_results
-    from .retrieval_log import log_retrieval
+    from .mcp_sources import register_source_tools
 
     server = _strict_server_class()("knowledge-build", instructions=INSTRUCTIONS, version=kb.__version__)
+    _register_search(server, service, sources)
+    _register_chunk_tools(server, service)
+    _register_note_tools(server, notes)
+    _register_document_tools(server, notes)
+    if sources is not None:
+        register_source_tools(server, sources, crawl_settings, _ok, _error)
+    _register_health(server, service, notes)
+    return server
+
+
+def _register_search(server, service, sources) -> None:
+    """search_knowledge: the site's chunks, with web chunks mixed in when a source store is given."""
+    from .mcp_sources import mixed, web_results
+    from .retrieval_log import log_retrieval
 
     @server.tool()
     def search_knowledge(query: str, top_k: int = 5, type: str | None = None, category: str | None = None,
@@ -75,6 +85,9 @@ def create_server(service, notes, sources=None, crawl_settings=None):
         log_retrieval(query, site)
         return _ok({"results": site, "total": len(site), "relevant": relevant})
 
+
+def _register_chunk_tools(server, service) -> None:
+    """get_chunk_by_id and list_concepts: one chunk whole, the chunks a page at a time."""
     @server.tool()
     def get_chunk_by_id(id: str):
         """The full knowledge box for an id like '二次方程式#rule-quadratic-formula' (content, learns, url…)."""
@@ -99,6 +112,9 @@ def create_server(service, notes, sources=None, crawl_settings=None):
         except kb.UnknownFilterValue as exc:
             return _error(str(exc))
 
+
+def _register_note_tools(server, notes) -> None:
+    """save_knowledge and delete_knowledge: the tutor's own notes."""
     @server.tool()
     def save_knowledge(content: str, title: str | None = None, tags: list[str] | None = None):
         """Save a note of your own (searchable with knowledge_query). Title defaults to the first 30 characters."""
@@ -120,6 +136,9 @@ def create_server(service, notes, sources=None, crawl_settings=None):
             return _error("knowledge not found")
         return _ok({"deleted": id})
 
+
+def _register_document_tools(server, notes) -> None:
+    """knowledge_import and knowledge_query: documents cut into chunks, and a search over notes and them."""
     @server.tool()
     def knowledge_import(title: str, content: str, source: str | None = None, category: str | None = None,
                          chunk_size: int = 500, chunk_overlap: int = 50, metadata: dict | None = None):
@@ -157,15 +176,16 @@ def create_server(service, notes, sources=None, crawl_settings=None):
             results.append(entry)
         return _ok({"results": results, "total": len(results)})
 
-    if sources is not None:
-        register_source_tools(server, sources, crawl_settings, _ok, _error)
+
+def _register_health(server, service, notes) -> None:
+    """GET /health over HTTP: the version, the search's backends and the notes' backend."""
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
 
     @server.custom_route("/health", methods=["GET"])
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "healthy", "version": kb.__version__, **service.health(),
                              "notes": notes.backend})
-
-    return server
 
 
 @lru_cache(maxsize=1)
