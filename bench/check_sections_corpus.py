@@ -24,8 +24,9 @@ import lxml.html
 from knowledge_build.html.fragments import fragment_lands
 from knowledge_build.html.sections import page_parts, page_text
 from knowledge_build.kinds import KNOWLEDGE_ID
+from knowledge_build.site.front_matter import split_front_matter
 from knowledge_build.site.jekyll import find_pages, open_site
-from knowledge_build.site.scan import scan_page, split_front_matter
+from knowledge_build.site.scan import scan_page
 
 ANCHOR_PREFIXES = ("rule-", "method-", "def-", "tip-")
 

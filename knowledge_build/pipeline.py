@@ -25,7 +25,8 @@ from .index.layout import MANIFEST
 from .model import Chunk, retrieval_content
 from .progress import Progress
 from .site.jekyll import Site, find_pages, open_site
-from .site.scan import Page, scan_page
+from .site.page import Page
+from .site.scan import scan_page
 from .text.ja import ANALYZER, FIELDS, analyze_box, box_text
 from .text.token_cache import FILE_NAME as TOKENS_FILE
 from .text.token_cache import TokenCache, analyze_cached

@@ -251,7 +251,7 @@ def test_the_manifest_check_agrees_with_jsonschema_on_valid_and_broken_manifests
 
     import jsonschema
 
-    from knowledge_build.index.verify import schema_problem
+    from knowledge_build.index.files import schema_problem
 
     manifest = json.loads((built / "manifest.json").read_text())
     schema = json.loads(resources.files("knowledge_build.schemas").joinpath("manifest.v2.schema.json").read_text())

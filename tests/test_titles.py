@@ -3,7 +3,7 @@
 import pytest
 
 from knowledge_build import extract, load_config
-from knowledge_build.site.scan import display_title
+from knowledge_build.html.box_text import display_title
 from knowledge_build.text.ja import split_label, strip_label
 from knowledge_build.text.tex import readable, without_math
 

@@ -18,7 +18,7 @@ from ..html.tags import Tag, box_class, locate_tags
 from ..kinds import ALLOWED_PREFIXES, ID_PATTERN, KNOWLEDGE_ID
 from ..pipeline import Extraction, extract
 from ..site.ids import PagePlan, duplicate_attribute, plan_page
-from ..site.scan import Page
+from ..site.page import Page
 from ..text.slugs import load_glossary
 
 SEVERITY_SETTINGS = ("error", "warning", "off")

@@ -17,7 +17,7 @@ from ..diagnostics import Diagnostic
 from ..kinds import BY_TYPE, LEVELS
 from ..model import CONTEXT_MARK, Chunk, embed_text, embedded_learns, retrieval_content, template_learns, topic_of
 from ..site.jekyll import Site
-from ..site.scan import KnowledgeElement, Page
+from ..site.page import KnowledgeElement, Page
 from ..text.tex import readable
 from .learns_gen import source_hash
 

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from ..site.jekyll import Site
-from ..site.scan import Page
+from ..site.page import Page
 from .chunks import (
     ChunkSet,
     _chunk,

@@ -33,7 +33,7 @@ from ..errors import (
     UnknownEmbedder,
 )
 from .artifacts import ArtifactSet, build_id_of, sha256
-from .files import check_counts, check_size, chunk_shape_problem, clip, read_bounded, short
+from .files import check_counts, check_size, chunk_shape_problem, clip, read_bounded, schema_problem, short
 from .layout import LATEST, MANIFEST, MAX_MANIFEST_BYTES
 from .layout import V1_CHUNKS as CHUNKS
 from .layout import V1_CONTENT_FILES as CONTENT_FILES
@@ -177,81 +177,6 @@ def decode(artifacts: ArtifactSet, path):
     lexical = _parse_json(artifacts.files[LEXICAL], path, LEXICAL)
     _check_lexical(path, lexical, manifest["lexical"]["analyzer"], len(chunks))
     return chunks, index, lexical
-
-
-def schema_problem(data, schema_name: str) -> str | None:
-    """The first JSON Schema violation as 'where: what', or None.
-
-    The subset of JSON Schema the shipped manifest schemas use (type, required, properties,
-    additionalProperties, propertyNames, items, const, enum, pattern, minimum, minItems), checked
-    here rather than by jsonschema, whose import took 0.28 s of every loader's start; integers are
-    real ints (JSON Schema would count 3.0)."""
-    try:
-        found = _violation(data, _schema(schema_name), ())
-    except RecursionError:
-        return "nested too deeply"
-    if found is None:
-        return None
-    where, what = found
-    return f"{'/'.join(str(p) for p in where) or 'top level'}: {short(what, 160)}"
-
-
-_SCHEMA_TYPES = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float), "boolean": bool}
-
-
-def _violation(value, schema: dict, where: tuple) -> tuple[tuple, str] | None:
-    import re
-
-    expected = schema.get("type")
-    if expected is not None:
-        kind = _SCHEMA_TYPES[expected]
-        if not isinstance(value, kind) or (isinstance(value, bool) and expected != "boolean"):
-            return where, f"{clip(value)!r} is not of type {expected!r}"
-    if "const" in schema and (value != schema["const"] or type(value) is not type(schema["const"])):
-        return where, f"{schema['const']!r} was expected"
-    if "enum" in schema and value not in schema["enum"]:
-        return where, f"{clip(value)!r} is not one of {schema['enum']!r}"
-    if isinstance(value, str) and "pattern" in schema and not re.search(schema["pattern"], value):
-        return where, f"{clip(value)!r} does not match {schema['pattern']!r}"
-    if isinstance(value, (int, float)) and "minimum" in schema and value < schema["minimum"]:
-        return where, f"{value!r} is less than the minimum of {schema['minimum']}"
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            return where, f"{clip(value)!r} should be non-empty"
-        for index, item in enumerate(value):
-            found = _violation(item, schema.get("items", {}), (*where, index))
-            if found:
-                return found
-    if isinstance(value, dict):
-        return _object_violation(value, schema, where)
-    return None
-
-
-def _object_violation(value: dict, schema: dict, where: tuple) -> tuple[tuple, str] | None:
-    for name in schema.get("required", ()):
-        if name not in value:
-            return where, f"{name!r} is a required property"
-    properties, extra = schema.get("properties", {}), schema.get("additionalProperties", True)
-    for name, item in value.items():
-        found = _violation(name, schema["propertyNames"], where) if "propertyNames" in schema else None
-        if found:
-            return found
-        if name in properties:
-            found = _violation(item, properties[name], (*where, name))
-        elif extra is False:
-            return where, f"Additional properties are not allowed ({clip(name)!r} was unexpected)"
-        elif isinstance(extra, dict):
-            found = _violation(item, extra, (*where, name))
-        if found:
-            return found
-    return None
-
-
-@lru_cache(maxsize=None)
-def _schema(schema_name: str) -> dict:
-    from importlib import resources
-
-    return json.loads(resources.files("knowledge_build.schemas").joinpath(schema_name).read_text(encoding="utf-8"))
 
 
 def load_manifest(path: Path) -> tuple[dict, bytes]:

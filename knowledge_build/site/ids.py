@@ -21,7 +21,7 @@ from ..html.tags import Tag, box_class, locate_tags
 from ..kinds import ALLOWED_PREFIXES, BY_TYPE, CLASS_PREFIX, KNOWLEDGE_ID, LABEL_PREFIX, PREFIXES, TITLE_WORD_ORDER
 from ..text.ja import split_label
 from ..text.slugs import slug_for
-from .scan import Page
+from .page import Page
 
 # Title words that name the kind of box, checked in this order.
 _TITLE_PREFIX = tuple((BY_TYPE[t].prefix, BY_TYPE[t].words) for t in TITLE_WORD_ORDER)
