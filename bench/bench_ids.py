@@ -2,41 +2,43 @@
 
     python bench/bench_ids.py ../shared/corpus/school_asset
 
+The site (that corpus when none is given) is copied first: suggest-ids writes into the copy.
+
 Prints the time of `check` before and after `suggest-ids --write`, and of the write itself.
 """
 
 from __future__ import annotations
 
-import shutil
-import sys
-import tempfile
-import time
 from pathlib import Path
+
+import harness
 
 import knowledge_build as kb
 from knowledge_build.checks.lint import check_site, plans_for, write_suggestions
 
+WIDTH = 40
+
 
 def timed(label: str, func):
-    start = time.perf_counter()
-    result = func()
-    print(f"{label:<40} {time.perf_counter() - start:.2f} s", flush=True)
+    seconds, result = harness.timed(func)
+    harness.report(label, f"{seconds:.2f} s", WIDTH)
     return result
 
 
 def main() -> None:
-    source = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/corpus/school_asset")
-    with tempfile.TemporaryDirectory() as work:
-        site = Path(work) / "site"
-        shutil.copytree(source, site)
+    parser = harness.parser(__doc__)
+    parser.add_argument("site", type=Path, nargs="?", default=harness.CORPUS)
+    source = parser.parse_args().site
+    with harness.workdir("kb-bench-ids-") as work:
+        site = harness.copy_site(source, work / "site")
         config = kb.load_config(site=site, env={})
         result = timed("check (first run, cold imports)", lambda: check_site(config))
         missing = sum(d.rule == "missing-id" for d in result.diagnostics)
         result = timed(f"check ({missing} boxes without id)", lambda: check_site(config))
         written, files = timed("suggest-ids --write", lambda: write_suggestions(plans_for(config)))
-        print(f"{'':<40} {written} ids written into {files} files")
+        harness.report("", f"{written} ids written into {files} files", WIDTH)
         result = timed("check after writing", lambda: check_site(config))
-        print(f"{'':<40} {sum(d.rule == 'missing-id' for d in result.diagnostics)} boxes without id left")
+        harness.report("", f"{sum(d.rule == 'missing-id' for d in result.diagnostics)} boxes without id left", WIDTH)
 
 
 if __name__ == "__main__":

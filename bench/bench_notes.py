@@ -14,54 +14,25 @@ vectors; "filtered" adds category=. "before" is store/notes.py of the git revisi
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
-import os
-import statistics
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
+import harness
 import numpy as np
+from harness import DIM, RandomEmbedder
 
 from knowledge_build.store.notes import NoteStore
 from knowledge_build.text.ja import analyze
 
-DIM = 384
 CATEGORIES = 10
 WHEN = "2026-11-01T00:00:00+00:00"
 
 
-class RandomEmbedder:
-    dim = DIM
-
-    def __init__(self, seed: int = 0):
-        self.rng = np.random.default_rng(seed)
-
-    def embed_documents(self, texts):
-        return np.stack([self.embed_query(t) for t in texts])
-
-    def embed_query(self, text):
-        vector = self.rng.standard_normal(DIM).astype(np.float32)
-        return vector / np.linalg.norm(vector)
-
-
-def load(path: Path) -> tuple[list[tuple[str, str]], list[str]]:
-    """(title, text) of every JSQuAD paragraph, and the questions."""
-    data = json.loads(path.read_text(encoding="utf-8"))["data"]
-    paragraphs, questions = [], []
-    for article in data:
-        for p in article["paragraphs"]:
-            title, _, text = p["context"].partition(" [SEP] ")
-            paragraphs.append((title, text))
-            questions += [q["question"] for q in p["qas"]]
-    return paragraphs, questions
-
-
 def fill(store: NoteStore, paragraphs, size: int, tokens: dict) -> float:
-    rng, started = np.random.default_rng(1), time.perf_counter()
+    rng, timer = np.random.default_rng(1), harness.Timer()
     for start in range(0, size, 500):
         rows = []
         for n in range(start, min(size, start + 500)):
@@ -74,13 +45,13 @@ def fill(store: NoteStore, paragraphs, size: int, tokens: dict) -> float:
                          tokens[n % len(paragraphs)]))
         with store._transaction() as cur:
             store._index.insert(cur, rows)
-    return time.perf_counter() - started
+    return timer.seconds
 
 
 def old_store_class(revision: str):
     """NoteStore of store/notes.py at `revision`, imported from git as a module of the package."""
     source = subprocess.run(["git", "show", f"{revision}:knowledge_build/store/notes.py"], check=True,
-                            capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent).stdout
+                            capture_output=True, text=True, cwd=harness.REPO).stdout
     path = Path(tempfile.mkdtemp()) / "notes_before.py"
     path.write_text(source, encoding="utf-8")
     spec = importlib.util.spec_from_file_location("knowledge_build.store.notes_before", path)
@@ -91,37 +62,31 @@ def old_store_class(revision: str):
 
 def p50_ms(store, questions: list[str], **filters) -> float:
     store.search(questions[0], top_k=5, **filters)  # warm: the numpy fallback reads the vectors once
-    times = []
-    for question in questions:
-        started = time.perf_counter()
-        store.search(question, top_k=5, **filters)
-        times.append(time.perf_counter() - started)
-    return 1000 * statistics.median(times)
+    return harness.median(harness.latencies_ms(lambda question: store.search(question, top_k=5, **filters), questions))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__)
     parser.add_argument("jsquad", type=Path)
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 20000])
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--before", default="63b9e28", help="git revision of the code before the indexes")
     parser.add_argument("--before-queries", type=int, default=5)
     args = parser.parse_args()
-    paragraphs, questions = load(args.jsquad)
+    paragraphs, questions = harness.jsquad_paragraphs(args.jsquad)
     before = old_store_class(args.before) if args.before else None
-    print(f"{len(paragraphs)} paragraphs; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"{len(paragraphs)} paragraphs; {harness.machine()}")
     print(f"{'store':<22} {'notes':>6} {'fill s':>7} {'open s':>7} {'p50 ms':>8} {'filtered p50 ms':>16}")
     tokens: dict = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    with harness.workdir("kb-bench-notes-") as tmp:
         for size in args.sizes:
-            path = Path(tmp) / f"notes-{size}.sqlite"
+            path = tmp / f"notes-{size}.sqlite"
             store = NoteStore(RandomEmbedder(), path, vector_index="numpy")
             fill_s = fill(store, paragraphs, size, tokens)
             store.close()
             for index in ("sqlite-vec", "numpy"):
-                started = time.perf_counter()
-                store = NoteStore(RandomEmbedder(), path, vector_index=index)
-                open_s = time.perf_counter() - started  # sqlite-vec: the first open builds the vec0 table
+                # sqlite-vec: the first open builds the vec0 table
+                open_s, store = harness.timed(NoteStore, RandomEmbedder(), path, vector_index=index)
                 print(f"{'after (' + index + ')':<22} {size:>6} {fill_s:>7.1f} {open_s:>7.2f}"
                       f" {p50_ms(store, questions[:args.queries]):>8.1f}"
                       f" {p50_ms(store, questions[:args.queries], category='category 3'):>16.1f}", flush=True)

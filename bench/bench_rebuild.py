@@ -13,81 +13,49 @@ real model: minutes). The output goes to a temporary directory; the site is only
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import resource
-import shutil
-import statistics
-import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
+
+import harness
+
+WIDTH = 52
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__)
     parser.add_argument("site", type=Path)
     parser.add_argument("--cache-dir", type=Path,
                         help="the cache to use (default: the configured one, as `knowledge-build build` uses it)")
     parser.add_argument("--runs", type=int, default=9, help="timed runs of each command (default 9)")
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="kb-bench-rebuild-"))
-    try:
+    with harness.workdir("kb-bench-rebuild-") as work:
         run(args.site, args.cache_dir, work / "v1", args.runs)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-def _command() -> list[str]:
-    script = Path(sys.executable).parent / "knowledge-build"
-    return [str(script)] if script.exists() else [shutil.which("knowledge-build") or "knowledge-build"]
 
 
 def run(site: Path, cache: Path | None, output: Path, runs: int) -> None:
-    kb = _command()
+    kb = harness.cli_command()
     version = kb + ["--version"]
     build = kb + ["build", "--site", str(site), "--output", str(output), "--format", "json"]
     if cache is not None:
         build += ["--cache-dir", str(cache)]
-    seconds, _, summary = _timed(build)
-    _report("first build (warms the caches)", f"{seconds:.2f} s  ({summary['embedded']} embedded)")
-    _timed(build)  # and once more, so that any cache a first build filled late is warm too
+    first = harness.run_process(build)
+    harness.report("first build (warms the caches)", f"{first.seconds:.2f} s  ({first.json()['embedded']} embedded)",
+                   WIDTH)
+    harness.run_process(build)  # and once more, so that any cache a first build filled late is warm too
     starts, rebuilds, embedded = [], [], []
     for _ in range(runs):  # interleaved: a burst of load from other processes hits both alike
-        starts.append(_timed(version)[:2])
-        *timing, summary = _timed(build)
-        rebuilds.append(timing)
+        starts.append(harness.run_process(version))
+        rebuilds.append(harness.run_process(build))
+        summary = rebuilds[-1].json()
         embedded.append(summary["embedded"])
     for name, runs_of in (("knowledge-build --version", starts), ("no-change rebuild, whole process", rebuilds)):
-        wall, cpu = (statistics.median(r[i] for r in runs_of) for i in (0, 1))
-        _report(f"{name} (median of {runs})", f"{wall:.3f} s wall (min {min(r[0] for r in runs_of):.3f}), "
-                                              f"{cpu:.3f} s CPU")
-    ratio = [statistics.median(r[i] for r in rebuilds) / statistics.median(s[i] for s in starts) for i in (0, 1)]
-    _report("rebuild / --version", f"{ratio[0]:.2f} wall, {ratio[1]:.2f} CPU")
-    _report("chunks embedded by the timed rebuilds", f"{max(embedded)} (of {summary['chunks']} chunks)")
-    _report("load average (1, 5, 15 min) at the end", " ".join(f"{v:.2f}" for v in os.getloadavg()))
-
-
-def _timed(command: list[str]) -> tuple[float, float, dict]:
-    """Wall-clock seconds, CPU seconds (user + system) of the child, and its JSON output if any."""
-    before = _children_cpu()
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(command)} failed:\n{done.stderr}")
-    return seconds, _children_cpu() - before, json.loads(done.stdout) if done.stdout.lstrip().startswith("{") else {}
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _report(name: str, value: str) -> None:
-    print(f"{name:<52} {value}", flush=True)
+        wall, cpu = harness.median(r.seconds for r in runs_of), harness.median(r.cpu_seconds for r in runs_of)
+        harness.report(f"{name} (median of {runs})", f"{wall:.3f} s wall (min {min(r.seconds for r in runs_of):.3f}), "
+                                                     f"{cpu:.3f} s CPU", WIDTH)
+    ratio = [harness.median(getattr(r, field) for r in rebuilds) / harness.median(getattr(s, field) for s in starts)
+             for field in ("seconds", "cpu_seconds")]
+    harness.report("rebuild / --version", f"{ratio[0]:.2f} wall, {ratio[1]:.2f} CPU", WIDTH)
+    harness.report("chunks embedded by the timed rebuilds", f"{max(embedded)} (of {summary['chunks']} chunks)", WIDTH)
+    harness.report("load average (1, 5, 15 min) at the end", harness.load_average(), WIDTH)
 
 
 if __name__ == "__main__":

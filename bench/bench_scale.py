@@ -28,21 +28,20 @@ the table (or JSON) to stdout, for docs/benchmarks.md.
 
 from __future__ import annotations
 
-import argparse
+import functools
 import json
 import os
 import re
 import resource
 import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+import harness
+from harness import DIM
+
 HERE = Path(__file__).resolve()
-DIM = 384
 HEARTBEAT_S = 30.0  # a progress line this often while a child process runs
 FALLBACK_QUERIES = ["たすきがけ", "判別式", "移項", "解の公式", "平方完成", "三平方の定理", "一次関数の傾き",
                     "円周角", "確率の求め方", "連立方程式の代入法", "因数分解の公式", "二次関数の最大値",
@@ -96,9 +95,8 @@ class BigramEmbedder:
         return out.astype(np.float32)
 
     def embed_documents(self, texts):
-        start = time.perf_counter()
-        vectors = self._vectors(list(texts))
-        self.seconds += time.perf_counter() - start
+        seconds, vectors = harness.timed(self._vectors, list(texts))
+        self.seconds += seconds
         return vectors
 
     def embed_batches(self, texts):
@@ -210,9 +208,7 @@ def child_build(site: str, output: str, cache: str, settings_json: str) -> None:
         sys.exit("this knowledge_build has no artifact_schema setting (it writes schema 1 only); "
                  "run the bench with --schema 1")
     embedder = BigramEmbedder(report_every=20_000)
-    start = time.perf_counter()
-    result = kb.build(config, embedder=embedder)
-    seconds = time.perf_counter() - start
+    seconds, result = harness.timed(kb.build, config, embedder=embedder)
     manifest = json.loads((Path(output) / "manifest.json").read_text(encoding="utf-8"))
     print(json.dumps({"seconds": seconds, "embed_s": embedder.seconds, "chunks": len(result.chunks),
                       "embedded": result.embed_stats.embedded, "peak_mb": _rss_mb()[1],
@@ -230,13 +226,10 @@ def child_open(index_dir: str, queries_json: str, rounds: str) -> None:
     timings = {"hybrid": [], "dense": []}
     for _ in range(int(rounds)):
         for mode, runs in timings.items():
-            for query in queries:
-                start = time.perf_counter()
-                index.search(query, k=5, mode=mode)
-                runs.append((time.perf_counter() - start) * 1000)
+            runs += harness.latencies_ms(functools.partial(index.search, k=5, mode=mode), queries)
     print(json.dumps({"first_answer": first_answer, "rss_mb": rss, "peak_mb": peak,
                       "probes": _loader_probes(index),
-                      **{f"{mode}_p50_ms": statistics.median(runs) if runs else None
+                      **{f"{mode}_p50_ms": harness.median(runs) if runs else None
                          for mode, runs in timings.items()}}))
 
 
@@ -250,18 +243,13 @@ def _loader_probes(index) -> int | None:
 
 def _child(label: str, *args: str) -> dict:
     """Runs this file as a child (stderr passes through); a heartbeat line while it runs."""
-    started = time.perf_counter()
-    child = subprocess.Popen([sys.executable, str(HERE), *args], stdout=subprocess.PIPE, text=True)
-    while True:
-        try:
-            out, _ = child.communicate(timeout=HEARTBEAT_S)
-            break
-        except subprocess.TimeoutExpired:
-            rss = _rss_mb(str(child.pid))[0] if Path(f"/proc/{child.pid}").exists() else 0.0
-            log(f"{label}: still running, {time.perf_counter() - started:.0f} s, RSS {rss:.0f} MB")
-    if child.returncode != 0:
-        sys.exit(f"bench child {label} failed (exit {child.returncode}); its error is above")
-    return json.loads(out.strip().splitlines()[-1])
+    def heartbeat(child, seconds: float) -> None:
+        rss = _rss_mb(str(child.pid))[0] if Path(f"/proc/{child.pid}").exists() else 0.0
+        log(f"{label}: still running, {seconds:.0f} s, RSS {rss:.0f} MB")
+
+    run = harness.run_process(harness.python_command(str(HERE), *args), capture_stderr=False,
+                              label=f"bench child {label}", every=HEARTBEAT_S, on_wait=heartbeat)
+    return json.loads(run.stdout.strip().splitlines()[-1])
 
 
 def _size_mb(directory: Path) -> tuple[float, str]:
@@ -293,7 +281,7 @@ def measure(site: Path, work: Path, size: int, schema: int, args, queries: list[
             "build_total_s": first["seconds"], "build_embed_s": first["embed_s"], "build_embedded": first["embedded"],
             "rebuild_s": rebuild["seconds"] - rebuild["embed_s"], "rebuild_total_s": rebuild["seconds"],
             "rebuild_embedded": rebuild["embedded"], "build_peak_mb": max(first["peak_mb"], rebuild["peak_mb"]),
-            "open_s": statistics.median(colds), "loader_rss_mb": statistics.median(a["rss_mb"] for a in answers),
+            "open_s": harness.median(colds), "loader_rss_mb": harness.median(a["rss_mb"] for a in answers),
             "hybrid_ms": answers[0]["hybrid_p50_ms"], "dense_ms": answers[0]["dense_p50_ms"],
             "artifacts_mb": total_mb, "largest": largest, "loader_probes": answers[0]["probes"],
             "set_dir": str(output)}
@@ -328,16 +316,12 @@ def dense_recall(set_dir: Path, queries: list[str], probes: int | None, loader_p
 
 
 def _queries(path: Path) -> list[str]:
-    if not path.is_file():
-        return FALLBACK_QUERIES
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [json.loads(line)["query"] for line in lines if line.strip()] or FALLBACK_QUERIES
+    return (harness.query_texts(path) if path.is_file() else []) or FALLBACK_QUERIES
 
 
 def run_size(size: int, schemas: list[int], args, queries: list[str], show=None) -> list[dict]:
     """Measures one size for each schema; `show(row)` gives a line printed as soon as a row is done."""
-    work = Path(tempfile.mkdtemp(prefix=f"kb-bench-scale-{size}-", dir=args.work))
-    try:
+    with harness.workdir(f"kb-bench-scale-{size}-", dir=args.work, keep=args.work is not None) as work:
         log(f"{size:,}: generating the synthetic site in {work}")
         chunk_queries = generate_site(args.corpus, work / "site", size)
         rows = []
@@ -346,14 +330,11 @@ def run_size(size: int, schemas: list[int], args, queries: list[str], show=None)
             row["dense"] = dense_recall(Path(row["set_dir"]), queries + chunk_queries, args.probes,
                                         row["loader_probes"])
             if args.work is None:
-                del row["set_dir"]  # removed below
+                del row["set_dir"]  # removed on leaving
             rows.append(row)
             if show:
                 print(show(row), flush=True)
         return rows
-    finally:
-        if args.work is None:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 TABLE_HEAD = ("| chunks | schema | build (model excluded) | no-change rebuild | build peak RSS | loader cold open "
@@ -379,7 +360,7 @@ def table_notes(rows: list[dict]) -> str:
                          f"{d['probes']} of {d['lists']} lists probed, from {d['probes_source']}; "
                          f"{d['queries_below_0.9']} queries below 0.9)")
     lines.append(f"Embedder: {BigramEmbedder.provider}:{BigramEmbedder.model}. {os.cpu_count()} cores; "
-                 f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+                 f"load average at the end: {harness.load_average()}")
     return "\n\n".join(lines)
 
 
@@ -387,8 +368,8 @@ def recall_only(args, queries: list[str]) -> None:
     """Recall of existing sets, with the probes their loader uses (one open in a new process)."""
     import knowledge_build as kb
 
-    with tempfile.TemporaryDirectory(prefix="kb-bench-recall-") as cache:
-        chunks = kb.extract(kb.load_config(site=args.corpus, cache_dir=Path(cache), env={})).chunks
+    with harness.workdir("kb-bench-recall-") as cache:
+        chunks = kb.extract(kb.load_config(site=args.corpus, cache_dir=cache, env={})).chunks
     found = []
     for set_dir in args.recall:
         loader = None if args.probes else _child(f"{set_dir} open", "_open", str(set_dir), json.dumps(queries), "0")["probes"]
@@ -397,7 +378,7 @@ def recall_only(args, queries: list[str]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__)
     parser.add_argument("corpus", type=Path, help="the reference corpus (a Jekyll site), only read")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000],
                         help="chunk counts (default 1000 10000 100000)")
@@ -407,8 +388,7 @@ def main() -> None:
     parser.add_argument("--dense-index", choices=("auto", "exact", "ivf"), help="passed as KB_DENSE_INDEX")
     parser.add_argument("--exact-max-rows", type=int, help="passed as KB_EXACT_MAX_ROWS")
     parser.add_argument("--probes", type=int, help="lists probed in the recall check (default: the loader's)")
-    shared = Path(os.environ.get("KB_SHARED_DIR", HERE.parent.parent.parent / "shared"))
-    parser.add_argument("--queries", type=Path, default=shared / "eval" / "dev_queries.jsonl")
+    parser.add_argument("--queries", type=Path, default=harness.DEV_QUERIES)
     parser.add_argument("--opens", type=int, default=3, help="cold opens per size, the median is shown (default 3)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds over the queries for the p50 (default 3)")
     parser.add_argument("--work", type=Path, help="keep the generated sites and sets under this directory")

@@ -14,14 +14,12 @@ time).
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import io
 import pstats
-import statistics
-import tempfile
-import time
 from pathlib import Path
+
+import harness
 
 import knowledge_build as kb
 from knowledge_build.text.token_cache import TokenCache
@@ -30,17 +28,17 @@ MODES = ("off", "unanchored", "all")
 
 
 def extract_seconds(site: Path, mode: str, cache: TokenCache | None = None) -> tuple[float, int]:
-    started = time.perf_counter()
-    chunks = kb.extract(kb.load_config(site=site, sections=mode, env={}), cache).chunks
-    return time.perf_counter() - started, len(chunks)
+    with harness.Timer() as t:
+        chunks = kb.extract(kb.load_config(site=site, sections=mode, env={}), cache).chunks
+    return t.seconds, len(chunks)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__)
     parser.add_argument("site", type=Path)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, TokenCache(Path(tmp) / "tokens.sqlite") as cache:
+    with harness.workdir("kb-bench-sections-") as tmp, TokenCache(tmp / "tokens.sqlite") as cache:
         counts = {mode: extract_seconds(args.site, mode)[1] for mode in MODES}  # warm-up
         extract_seconds(args.site, "unanchored", cache)  # fills the cache, as a first build does
         times: dict[str, list[float]] = {mode: [] for mode in (*MODES, "rebuild")}
@@ -48,12 +46,12 @@ def main() -> None:
             for mode in MODES:
                 times[mode].append(extract_seconds(args.site, mode)[0])
             times["rebuild"].append(extract_seconds(args.site, "unanchored", cache)[0])
-    off = statistics.median(times["off"])
+    off = harness.median(times["off"])
     print(f"extraction of {args.site} (median of {args.runs}, interleaved, after a warm-up):")
     labels = {mode: mode for mode in MODES} | {"rebuild": "unanchored, pages read before (build cache)"}
     counts["rebuild"] = counts["unanchored"]
     for mode, label in labels.items():
-        median = statistics.median(times[mode])
+        median = harness.median(times[mode])
         print(f"  sections {label:<44} {median:6.3f} s  {median / off:4.2f}x  {counts[mode]} chunks  "
               f"(runs: {', '.join(f'{t:.3f}' for t in times[mode])})")
     profile = cProfile.Profile()

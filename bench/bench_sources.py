@@ -15,47 +15,24 @@ reported apart). `delete` deletes one 10-chunk source; `replace` re-ingests one 
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import statistics
-import tempfile
-import time
 from pathlib import Path
 
+import harness
 import numpy as np
+from harness import DIM, RandomEmbedder
 
 from knowledge_build.store.sources import SourceStore, unit_vector
 from knowledge_build.text.ja import analyze, analyze_query
 
-DIM = 384
 PER_SOURCE = 10
 CRAWLED = "2026-11-01T00:00:00+00:00"
 
 
-class RandomEmbedder:
-    dim = DIM
-
-    def __init__(self, seed: int = 0):
-        self.rng = np.random.default_rng(seed)
-
-    def embed_documents(self, texts):
-        return np.stack([self.embed_query(t) for t in texts])
-
-    def embed_query(self, text):
-        return unit_vector(self.rng.standard_normal(DIM).astype(np.float32))
-
-
 def load(path: Path) -> tuple[list[tuple[str, str, dict]], list[str]]:
     """(title, paragraph, tokens) of every JSQuAD paragraph, and the questions."""
-    data = json.loads(path.read_text(encoding="utf-8"))["data"]
-    paragraphs, questions = [], []
-    for article in data:
-        for p in article["paragraphs"]:
-            title, _, text = p["context"].partition(" [SEP] ")
-            paragraphs.append((title, text, analyze(text)))
-            questions += [q["question"] for q in p["qas"]]
-    return paragraphs, questions
+    paragraphs, questions = harness.jsquad_paragraphs(path)
+    return [(title, text, analyze(text)) for title, text in paragraphs], questions
 
 
 def rows_for(paragraphs, start: int, rng) -> tuple[str, list[dict]]:
@@ -85,18 +62,14 @@ def analyze_title(title: str) -> list[str]:
 
 def fill(store: SourceStore, paragraphs, size: int, seed: int = 1) -> float:
     rng = np.random.default_rng(seed)
-    started = time.perf_counter()
+    timer = harness.Timer()
     for s in range(size // PER_SOURCE):
         title, rows = rows_for(paragraphs, s * PER_SOURCE, rng)
         url = f"https://bench.example/{s:06d}"
         for row in rows:
             row["url"] = url + row["url"]
         store._db.replace(url, title, CRAWLED, rows)
-    return time.perf_counter() - started
-
-
-def percentile(values: list[float], q: float) -> float:
-    return float(np.percentile(values, q))
+    return timer.seconds
 
 
 def measure(path: Path, index: str, paragraphs, questions, size: int, queries: int) -> dict:
@@ -106,50 +79,40 @@ def measure(path: Path, index: str, paragraphs, questions, size: int, queries: i
     asked = [(unit_vector(rng.standard_normal(DIM).astype(np.float32)), analyze_query(q))
              for q in questions[:queries]]
     store.query_vector(*asked[0], k=5)  # warm: the numpy fallback reads the vectors once
-    times = []
-    for vector, tokens in asked:
-        started = time.perf_counter()
-        store.query_vector(vector, tokens, k=5)
-        times.append(time.perf_counter() - started)
+    ms = harness.latencies_ms(lambda q: store.query_vector(*q, k=5), asked)
     deletes, replaces, after_write = [], [], []
     for s in range(5):
         url = f"https://bench.example/{s * 37:06d}"
-        started = time.perf_counter()
-        store.delete_source(url)
-        deletes.append(time.perf_counter() - started)
-        started = time.perf_counter()
-        store.query_vector(*asked[s], k=5)
-        after_write.append(time.perf_counter() - started)
+        deletes.append(harness.timed(store.delete_source, url)[0])
+        after_write.append(harness.timed(store.query_vector, *asked[s], k=5)[0])
         title, rows = rows_for(paragraphs, s * 37 * PER_SOURCE, rng)
         for row in rows:
             row["url"] = url + row["url"]
-        started = time.perf_counter()
-        store._db.replace(url, title, CRAWLED, rows)
-        replaces.append(time.perf_counter() - started)
+        replaces.append(harness.timed(store._db.replace, url, title, CRAWLED, rows)[0])
     chunks = store.status()["chunks"]
     store.close()
-    return {"index": index, "chunks": chunks, "fill_s": fill_s, "p50_ms": 1000 * statistics.median(times),
-            "p95_ms": 1000 * percentile(times, 95), "delete_s": max(deletes), "replace_s": max(replaces),
-            "first_query_after_write_ms": 1000 * statistics.median(after_write),
+    # p95 as numpy's percentile computes it ("inclusive"), as this bench always has
+    return {"index": index, "chunks": chunks, "fill_s": fill_s, "p50_ms": harness.median(ms),
+            "p95_ms": harness.percentile(ms, 95, method="inclusive"), "delete_s": max(deletes),
+            "replace_s": max(replaces), "first_query_after_write_ms": 1000 * harness.median(after_write),
             "file_mb": os.path.getsize(path) / 1e6}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__)
     parser.add_argument("jsquad", type=Path)
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 20000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--indexes", nargs="+", default=["sqlite-vec", "numpy"])
     args = parser.parse_args()
     paragraphs, questions = load(args.jsquad)
-    print(f"{len(paragraphs)} paragraphs, {len(questions)} questions; load average {os.getloadavg()[0]:.1f}"
-          f" on {os.cpu_count()} cores")
+    print(f"{len(paragraphs)} paragraphs, {len(questions)} questions; {harness.machine()}")
     print(f"{'index':<11} {'chunks':>7} {'fill s':>7} {'p50 ms':>7} {'p95 ms':>7} {'delete s':>9} {'replace s':>10}"
           f" {'1st after write ms':>19} {'file MB':>8}")
-    with tempfile.TemporaryDirectory() as tmp:
+    with harness.workdir("kb-bench-sources-") as tmp:
         for size in args.sizes:
             for index in args.indexes:
-                r = measure(Path(tmp) / f"{index}-{size}.sqlite", index, paragraphs, questions, size, args.queries)
+                r = measure(tmp / f"{index}-{size}.sqlite", index, paragraphs, questions, size, args.queries)
                 print(f"{r['index']:<11} {r['chunks']:>7} {r['fill_s']:>7.1f} {r['p50_ms']:>7.1f} {r['p95_ms']:>7.1f}"
                       f" {r['delete_s']:>9.3f} {r['replace_s']:>10.3f} {r['first_query_after_write_ms']:>19.1f}"
                       f" {r['file_mb']:>8.1f}", flush=True)
