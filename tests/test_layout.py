@@ -200,3 +200,13 @@ def test_the_search_command_loads_nothing_of_the_build_side(real_index_dir):
     loaded = json.loads(out.strip().splitlines()[-1])
     assert [m for m in loaded if m.startswith(BUILD_SIDE)] == []
     assert "knowledge_build.search.knowledge_index" in loaded
+
+
+def test_the_readme_names_every_sub_package_and_no_other():
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## How the code is laid out", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`(\w+)/`", section)) | set(re.findall(r"`store/(\w+)/`", section))
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")} | {"templates", "migrations"}
+    assert named == packages
