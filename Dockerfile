@@ -22,7 +22,6 @@ ENV PATH=/opt/venv/bin:$PATH
 
 WORKDIR /src
 COPY pyproject.toml README.md ./
-COPY data ./data
 COPY knowledge_build ./knowledge_build
 # local: the model, faiss, the Japanese tokenizer; mcp: the server; db: Postgres/Supabase
 # (search, notes, web sources); web: crawling web sources. ("./[…]" rather than ".[…]": the same
