@@ -9,11 +9,11 @@ re-embed the corpus (about 2 minutes each on 2 cores, cached afterwards).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from pathlib import Path
 from unittest import mock
 
+import harness
 import numpy as np
 
 import knowledge_build as kb
@@ -38,7 +38,7 @@ def _lemma_without_numerals(word):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__)
     parser.add_argument("site", type=Path)
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "knowledge-build")

@@ -12,35 +12,41 @@ vectors, so it differs from `dense` only in what the passages say.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
-import tempfile
 from pathlib import Path
 
+import harness
 import numpy as np
 
 import knowledge_build as kb
 from knowledge_build.embed.cache import VectorCache
 from knowledge_build.embed.runner import embed_with_cache
-from knowledge_build.evaluation.evaluate import evaluate, load_dataset, mean_metrics, query_metrics
+from knowledge_build.evaluation.evaluate import (
+    evaluate,
+    load_dataset,
+    mean_metrics,
+    query_metrics,
+)
 from knowledge_build.evaluation.squad import convert_squad
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__)
     parser.add_argument("source", type=Path)
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "knowledge-build")
     parser.add_argument("--no-rrf", action="store_true", help="skip the RRF row (saves one pass over the questions)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as work:
-        converted = convert_squad(args.source, Path(work))
+    with harness.workdir("kb-bench-jsquad-") as work:
+        converted = convert_squad(args.source, work)
         result = kb.build(kb.load_config(site=converted.site, cache_dir=args.cache_dir, env={}), progress=True)
         print(f"{converted.paragraphs} paragraphs, {converted.questions} questions; "
               f"build {result.seconds:.1f} s ({result.embed_stats.embedded} embedded)")
         index = kb.KnowledgeIndex.open(result.output)
         queries = load_dataset(converted.queries)
-        query_vectors = _recording(index)
+        # Every query vector the index computes (by normalised query text), for the plain row. Every
+        # call still reaches the model, so each mode's latency stays what a user would see.
+        query_vectors = harness.record_query_vectors(index.embedder)
         print("| mode | hit@1 | hit@5 | hit@10 | MRR@10 | nDCG@10 | p50 ms |")
         print("|---|---|---|---|---|---|---|")
         rrf = dataclasses.replace(index.settings, fusion="rrf", channel_weights={"dense": 1.0, "lexical": 1.0})
@@ -56,20 +62,6 @@ def main() -> None:
              plain_dense(index, converted.texts, queries, query_vectors, args.cache_dir), "-")
 
 
-def _recording(index) -> dict[str, np.ndarray]:
-    """Keep every query vector the index computes (by normalised query text) for the plain row.
-    Every call still reaches the model, so each mode's latency stays what a user would see."""
-    embedder, seen = index._embedder, {}
-    original = embedder.embed_query
-
-    def embed_query(text: str):
-        seen[text] = original(text)
-        return seen[text]
-
-    embedder.embed_query = embed_query
-    return seen
-
-
 def plain_dense(index, texts: dict[str, str], queries, query_vectors, cache_dir: Path) -> dict:
     from knowledge_build.text.ja import nfkc
 
@@ -77,13 +69,13 @@ def plain_dense(index, texts: dict[str, str], queries, query_vectors, cache_dir:
     # Own cache key space: the hash of the bare text can never equal a chunk's content_hash.
     keys = {hashlib.sha256(f"plain\n{texts[i]}".encode()).hexdigest(): texts[i] for i in ids}
     with VectorCache(Path(cache_dir) / "vectors.sqlite") as cache:
-        vectors, _ = embed_with_cache(index._embedder, keys, cache, progress=True)
+        vectors, _ = embed_with_cache(index.embedder, keys, cache, progress=True)
     matrix = _normalised(np.stack([vectors[h] for h in keys]))
     rows = []
     for query in queries:
         qvec = query_vectors.get(nfkc(query.query))
         if qvec is None:
-            qvec = index._embedder.embed_query(nfkc(query.query))
+            qvec = index.embedder.embed_query(nfkc(query.query))
         scores = matrix @ _normalised(np.asarray(qvec, dtype=np.float32).reshape(1, -1))[0]
         top = np.argsort(-scores, kind="stable")[:10]
         rows.append(query_metrics([ids[i] for i in top], set(query.relevant), 5))

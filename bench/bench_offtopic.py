@@ -13,27 +13,23 @@ each labelled answer found in the top 5 counts as kept when it is marked relevan
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
+
+import harness
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)
 K = 5
 
 
-def _lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def best_relevance(index, path: Path) -> list[float]:
     """Per off-topic query: the highest relevance among its top K results."""
-    return [max((r.relevance for r in index.search(item["query"], k=K)), default=0.0) for item in _lines(path)]
+    return [max((r.relevance for r in index.search(item["query"], k=K)), default=0.0) for item in harness.read_jsonl(path)]
 
 
 def answer_relevance(index, path: Path) -> tuple[list[float], list[float]]:
     """Relevance of every labelled answer found in the top K, and of correct top-1 answers."""
     found, first = [], []
-    for item in _lines(path):
+    for item in harness.read_jsonl(path):
         results = index.search(item["query"], k=K)
         found += [r.relevance for r in results if r.id in item["relevant"]]
         if results and results[0].id in item["relevant"]:
@@ -42,7 +38,7 @@ def answer_relevance(index, path: Path) -> tuple[list[float], list[float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("index", type=Path)
     parser.add_argument("--offtopic", type=Path, nargs="+", required=True)
     parser.add_argument("--datasets", type=Path, nargs="+", default=[])

@@ -23,6 +23,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import harness
+
 HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 KINDS = {"casual", "variant", "english", "table", "paraphrase"}
 BOX_CLASS = re.compile(r"\b(rule|method|def|tip|example)-box\b")
@@ -186,14 +188,17 @@ def unanchored_pages(pages: dict[str, list[Path]]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
     if argv[:1] == ["--list-unanchored"]:
-        site = Path(argv[1] if len(argv) > 1 else "../shared/corpus/school_asset")
+        site = Path(argv[1]) if len(argv) > 1 else harness.CORPUS
         names = unanchored_pages(site_pages(site))
         print("\n".join(names))
         print(f"{len(names)} pages without a rule-/method-/def-/tip- id", file=sys.stderr)
         return 0
-    dataset = Path(argv[0] if argv else "data/eval/section_queries.staging.jsonl")
-    site = Path(argv[1] if len(argv) > 1 else "../shared/corpus/school_asset")
+    dataset = Path(argv[0]) if argv else harness.EVAL_DATA / "section_queries.staging.jsonl"
+    site = Path(argv[1]) if len(argv) > 1 else harness.CORPUS
     return check(dataset, site)
 
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
+import harness
 import lxml.html
 
 from knowledge_build.html.fragments import fragment_lands
@@ -40,18 +40,15 @@ def parse(page, text):
 def check(site_dir: Path, verbose: bool = False) -> int:
     site = open_site(site_dir)
     paths = [p for p in find_pages(site) if p.name != "index.html"]
-    t0 = time.perf_counter()
-    pages = [scan_page(site, path) for path in paths]
-    scan_seconds = time.perf_counter() - t0
+    scan_seconds, pages = harness.timed(lambda: [scan_page(site, path) for path in paths])
     problems, per_page, kinds, unanchored, yielding = [], [], Counter(), 0, 0
     parts_seconds = 0.0
     sizes = []
     for path, page in zip(paths, pages):
         root, offset = parse(page, path.read_text(encoding="utf-8").removeprefix("\ufeff"))
         anchored = {e for e in root.iter() if isinstance(e.tag, str) and KNOWLEDGE_ID.match(e.get("id") or "")}
-        t0 = time.perf_counter()
-        parts = page_parts(root, anchored=anchored, line_offset=offset)
-        parts_seconds += time.perf_counter() - t0
+        seconds, parts = harness.timed(page_parts, root, anchored=anchored, line_offset=offset)
+        parts_seconds += seconds
         per_page.append(len(parts))
         kinds.update(p.kind for p in parts)
         sizes.extend(len(p.text) for p in parts if p.kind == "section")
@@ -85,7 +82,13 @@ def check(site_dir: Path, verbose: bool = False) -> int:
     return 1 if problems else 0
 
 
+def main() -> int:
+    parser = harness.parser(__doc__)
+    parser.add_argument("site", type=Path, nargs="?", default=harness.CORPUS)
+    parser.add_argument("--verbose", action="store_true", help="print every part")
+    args = parser.parse_args()
+    return check(args.site, args.verbose)
+
+
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    default = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "school_asset"
-    sys.exit(check(Path(args[0]) if args else default, "--verbose" in sys.argv))
+    sys.exit(main())

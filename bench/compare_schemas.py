@@ -14,11 +14,11 @@ The last column is the largest absolute difference of the four metrics; the issu
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
+
+import harness
 
 import knowledge_build as kb
 from knowledge_build.evaluation.evaluate import evaluate, load_dataset
@@ -29,7 +29,7 @@ ALLOWED = 0.005
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__)
     parser.add_argument("--site", type=Path, help="a site directory (built HTML or Jekyll sources)")
     parser.add_argument("--datasets", type=Path, nargs="*", default=[], help="labelled queries for --site")
     parser.add_argument("--jsquad", type=Path, help="JSQuAD valid JSON: converted, built and evaluated too")
@@ -39,8 +39,7 @@ def main() -> int:
     if not args.site and not args.jsquad:
         parser.error("give --site (with --datasets) and/or --jsquad")
     rows = []
-    with tempfile.TemporaryDirectory() as work:
-        work = Path(work)
+    with harness.workdir("kb-compare-schemas-") as work:
         if args.site:
             rows += compare(args.site, [(p.name, load_dataset(p)) for p in args.datasets], work / "site", args)
         if args.jsquad:
@@ -69,7 +68,8 @@ def compare(site: Path, datasets, work: Path, args) -> list[dict]:
         print(f"{site}: schema {schema} built, {len(result.chunks)} chunks, "
               f"{result.embed_stats.embedded} embedded", file=sys.stderr, flush=True)
         indexes[schema] = kb.KnowledgeIndex.open(result.output)
-    _share_query_vectors(indexes[1], indexes[2])
+    # One model call per query text for both indexes: both rank with exactly the same vector.
+    harness.record_query_vectors(indexes[1].embedder, indexes[2].embedder, reuse=True)
     rows = []
     for name, queries in datasets:
         row = {"set": name, "queries": len(queries)}
@@ -79,20 +79,6 @@ def compare(site: Path, datasets, work: Path, args) -> list[dict]:
         row["max_delta"] = max(abs(row["schema 1"][m] - row["schema 2"][m]) for m in METRICS)
         rows.append(row)
     return rows
-
-
-def _share_query_vectors(first, second) -> None:
-    """One model call per query text for both indexes: both rank with exactly the same vector."""
-    seen = {}
-    original = first._embedder.embed_query
-
-    def embed_query(text: str):
-        if text not in seen:
-            seen[text] = original(text)
-        return seen[text]
-
-    first._embedder.embed_query = embed_query
-    second._embedder.embed_query = embed_query
 
 
 def _metrics(m: dict) -> str:

@@ -19,11 +19,10 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import harness
 
-from knowledge_build.chunking.chunks import section_title  # noqa: E402
-from knowledge_build.kinds import PART_TYPES  # noqa: E402
+from knowledge_build.chunking.chunks import section_title
+from knowledge_build.kinds import PART_TYPES
 
 
 def norm(text: str) -> str:
@@ -69,9 +68,12 @@ def convert(index_dir: Path, staging: Path, out: Path) -> int:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if args[:1] in (["-h"], ["--help"]):
+        print(__doc__)
+        sys.exit(0)
     if not args:
         sys.exit(__doc__)
     index = Path(args[0])
-    staging = Path(args[1]) if len(args) > 1 else ROOT / "data" / "eval" / "section_queries.staging.jsonl"
-    target = Path(args[2]) if len(args) > 2 else ROOT / "data" / "eval" / "section_queries.jsonl"
+    staging = Path(args[1]) if len(args) > 1 else harness.EVAL_DATA / "section_queries.staging.jsonl"
+    target = Path(args[2]) if len(args) > 2 else harness.EVAL_DATA / "section_queries.jsonl"
     sys.exit(convert(index, staging, target))

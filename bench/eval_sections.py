@@ -14,34 +14,26 @@ with `all`) counts as a miss there, so every setting is scored on the same 40 qu
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import replace
 from pathlib import Path
 
+import harness
+
 import knowledge_build as kb
 from knowledge_build.evaluation.evaluate import load_dataset
-
-HERE = Path(__file__).resolve().parent
 
 
 def scores(index, queries) -> dict:
     known = {c.id for c in index.chunks}
     usable = [replace(q, relevant=tuple(r for r in q.relevant if r in known) or ("(not indexed)",)) for q in queries]
-    rows = []  # as `knowledge-build eval` scores them (hybrid, the same metrics)
-    for query in usable:
-        retrieved = [r.id for r in index.search(query.query, k=10)]
-        first = next((i for i, r in enumerate(retrieved, 1) if r in query.relevant), None)
-        rows.append(first)
-    n = len(rows)
-    return {"hit@1": sum(r == 1 for r in rows if r) / n, "hit@5": sum(1 for r in rows if r and r <= 5) / n,
-            "mrr@10": sum(1 / r for r in rows if r) / n}
+    return harness.rank_metrics(harness.first_relevant_ranks(index, usable))  # as `knowledge-build eval` scores them
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__)
     parser.add_argument("indexes", type=Path, nargs=3, metavar="INDEX")
-    parser.add_argument("--dev", type=Path, default=HERE.parent.parent / "shared" / "eval" / "dev_queries.jsonl")
-    parser.add_argument("--sections", type=Path, default=HERE.parent / "data" / "eval" / "section_queries.jsonl")
+    parser.add_argument("--dev", type=Path, default=harness.DEV_QUERIES)
+    parser.add_argument("--sections", type=Path, default=harness.EVAL_DATA / "section_queries.jsonl")
     parser.add_argument("--weights", default="0.5,0.6,0.7,0.8,0.9,1.0")
     args = parser.parse_args()
     dev, sections = load_dataset(args.dev), load_dataset(args.sections)

@@ -12,43 +12,31 @@ row's chunk), with how many of those put the row first.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import replace
 from pathlib import Path
+
+import harness
 
 import knowledge_build as kb
 from knowledge_build.evaluation.evaluate import load_dataset
 from knowledge_build.search.ranking import SearchSettings
 
-HERE = Path(__file__).resolve().parent
-
-
-def ranks(index, queries) -> list[int | None]:
-    found = []
-    for query in queries:
-        retrieved = [r.id for r in index.search(query.query, k=10)]
-        found.append(next((i for i, r in enumerate(retrieved, 1) if r in query.relevant), None))
-    return found
-
 
 def summary(found: list[int | None]) -> str:
-    n = len(found)
-    hit1 = sum(r == 1 for r in found if r) / n
-    hit5 = sum(1 for r in found if r and r <= 5) / n
-    mrr = sum(1 / r for r in found if r) / n
-    return f"{hit1:.3f} / {hit5:.3f} / {mrr:.3f}"
+    m = harness.rank_metrics(found)
+    return f"{m['hit@1']:.3f} / {m['hit@5']:.3f} / {m['mrr@10']:.3f}"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__)
     parser.add_argument("corpus_index", type=Path)
     parser.add_argument("site_index", type=Path)
     parser.add_argument("--weights", default="0.7,0.8,0.9,1.0")
     args = parser.parse_args()
-    dev = load_dataset(HERE.parent.parent / "shared" / "eval" / "dev_queries.jsonl")
-    sections = load_dataset(HERE.parent / "data" / "eval" / "section_queries.jsonl")
+    dev = load_dataset(harness.DEV_QUERIES)
+    sections = load_dataset(harness.EVAL_DATA / "section_queries.jsonl")
     tables = [q for q in sections if any("#tbl-" in r for r in q.relevant)]
-    cells = load_dataset(HERE.parent / "data" / "eval" / "table_cell_queries.jsonl")
+    cells = load_dataset(harness.EVAL_DATA / "table_cell_queries.jsonl")
     print(f"| table_weight | dev hit@1 / hit@5 / MRR | sections ({len(sections)}) | table queries ({len(tables)}) "
           f"| cell questions ({len(cells)}) | cell rows first |")
     print("|---|---|---|---|---|---|")
@@ -56,9 +44,11 @@ def main() -> None:
         settings = replace(SearchSettings(), table_weight=weight)
         corpus = kb.KnowledgeIndex.open(args.corpus_index, settings=settings)
         site = kb.KnowledgeIndex.open(args.site_index, settings=settings)
-        cell_ranks = ranks(site, cells)
-        print(f"| {weight:g} | {summary(ranks(corpus, dev))} | {summary(ranks(corpus, sections))} | "
-              f"{summary(ranks(corpus, tables))} | {summary(cell_ranks)} | {sum(r == 1 for r in cell_ranks)} / "
+        cell_ranks = harness.first_relevant_ranks(site, cells)
+        dev_ranks, section_ranks, table_ranks = (harness.first_relevant_ranks(corpus, queries)
+                                                 for queries in (dev, sections, tables))
+        print(f"| {weight:g} | {summary(dev_ranks)} | {summary(section_ranks)} | "
+              f"{summary(table_ranks)} | {summary(cell_ranks)} | {sum(r == 1 for r in cell_ranks)} / "
               f"{len(cells)} |", flush=True)
 
 
