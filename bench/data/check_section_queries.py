@@ -1,7 +1,7 @@
 """Check the labels of the section/table query set against the site it was written for.
 
-    python bench/check_section_queries.py [DATASET] [SITE]
-    python bench/check_section_queries.py --list-unanchored [SITE]
+    python bench/data/check_section_queries.py [DATASET] [SITE]
+    python bench/data/check_section_queries.py --list-unanchored [SITE]
 
 DATASET defaults to data/eval/section_queries.staging.jsonl, SITE to ../shared/corpus/school_asset.
 Section chunk ids do not exist yet, so each answer names its page (file stem) and the heading
@@ -23,7 +23,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import harness
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared harness
+import harness  # noqa: E402
 
 HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 KINDS = {"casual", "variant", "english", "table", "paraphrase"}

@@ -1,6 +1,6 @@
 """Sections and tables on a real site: counts, whether every link lands, and the extra extraction time.
 
-    python bench/check_sections_corpus.py [SITE] [--verbose]
+    python bench/data/check_sections_corpus.py [SITE] [--verbose]
 
 SITE defaults to ../shared/corpus/school_asset. Every page is parsed the way scan.py parses it
 (front matter off, comments removed); the anchored elements are the elements whose id is a knowledge
@@ -18,7 +18,6 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import harness
 import lxml.html
 
 from knowledge_build.html.fragments import fragment_lands
@@ -27,6 +26,9 @@ from knowledge_build.kinds import KNOWLEDGE_ID
 from knowledge_build.site.front_matter import split_front_matter
 from knowledge_build.site.jekyll import find_pages, open_site
 from knowledge_build.site.scan import scan_page
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared harness
+import harness  # noqa: E402
 
 ANCHOR_PREFIXES = ("rule-", "method-", "def-", "tip-")
 

@@ -1,6 +1,6 @@
 """Turn the section/table query labels (page + heading path) into chunk ids of a built index.
 
-    python bench/convert_section_queries.py INDEX_DIR [STAGING] [OUT]
+    python bench/data/convert_section_queries.py INDEX_DIR [STAGING] [OUT]
 
 INDEX_DIR is a knowledge/v1 set built with `--sections all` (or `unanchored`: the ids are the same,
 only fewer sections are chunks); STAGING defaults to data/eval/section_queries.staging.jsonl, OUT to
@@ -19,10 +19,11 @@ import json
 import sys
 from pathlib import Path
 
-import harness
-
 from knowledge_build.chunking.chunks import section_title
 from knowledge_build.kinds import PART_TYPES
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared harness
+import harness  # noqa: E402
 
 
 def norm(text: str) -> str:

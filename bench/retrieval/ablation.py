@@ -1,6 +1,6 @@
 """Retrieval ablation: each change to the search recipe, switched on one after another.
 
-    python bench/ablation.py ../shared/corpus/school_asset ../shared/eval/dev_queries.jsonl
+    python bench/retrieval/ablation.py ../shared/corpus/school_asset ../shared/eval/dev_queries.jsonl
 
 Builds (or reuses, through the vector cache) the corpus vectors once, then evaluates every
 recipe in memory and prints a Markdown table for docs/retrieval.md. Dense-text variants
@@ -10,10 +10,10 @@ re-embed the corpus (about 2 minutes each on 2 cores, cached afterwards).
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 from unittest import mock
 
-import harness
 import numpy as np
 
 import knowledge_build as kb
@@ -26,6 +26,9 @@ from knowledge_build.pipeline import lexical_fields
 from knowledge_build.search import knowledge_index as search_module
 from knowledge_build.search.ranking import SearchSettings
 from knowledge_build.text import ja as text_ja
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared harness
+import harness  # noqa: E402
 
 ORIGINAL = SearchSettings(fusion="rrf", channel_weights={"dense": 1.0, "lexical": 1.0}, field_weights={"lemma": 1.0},
                           example_weight=1.0, intent_boost=1.0, expand_romaji=False, expand_english=False)

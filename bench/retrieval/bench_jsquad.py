@@ -1,7 +1,7 @@
 """Retrieval on JGLUE JSQuAD (valid): dense, lexical and hybrid on 4,442 questions, and plain
 e5-small on each paragraph's own text as the reference the dense channel should not fall below.
 
-    python bench/bench_jsquad.py ../shared/corpus/jsquad/valid-v1.3.json [--cache-dir DIR] [--no-rrf]
+    python bench/retrieval/bench_jsquad.py ../shared/corpus/jsquad/valid-v1.3.json [--cache-dir DIR] [--no-rrf]
 
 Converts the set with `convert-squad`, builds it (the first run embeds 1,145 paragraphs,
 a few minutes on 2 cores; later runs use the vector cache) and evaluates each mode. The plain
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import sys
 from pathlib import Path
 
-import harness
 import numpy as np
 
 import knowledge_build as kb
@@ -29,6 +29,9 @@ from knowledge_build.evaluation.evaluate import (
     query_metrics,
 )
 from knowledge_build.evaluation.squad import convert_squad
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared harness
+import harness  # noqa: E402
 
 
 def main() -> None:

@@ -3,7 +3,7 @@ relevant" for the former and "relevant" for the correct answers of the latter, a
 threshold and around it (docs/retrieval.md, "Off-topic queries and relevance").
 
     knowledge-build build --site ../shared/corpus/school_asset --output /tmp/corpus/v1
-    python bench/bench_offtopic.py /tmp/corpus/v1 --offtopic data/eval/offtopic_queries.jsonl \\
+    python bench/retrieval/bench_offtopic.py /tmp/corpus/v1 --offtopic data/eval/offtopic_queries.jsonl \\
         data/eval/offtopic_heldout.jsonl --datasets ../shared/eval/dev_queries.jsonl data/eval/corpus_queries.jsonl
 
 An off-topic file holds {"qid", "query"} lines (nothing is relevant, so it is no eval dataset): a
@@ -13,9 +13,11 @@ each labelled answer found in the top 5 counts as kept when it is marked relevan
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-import harness
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared harness
+import harness  # noqa: E402
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)
 K = 5

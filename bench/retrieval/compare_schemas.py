@@ -1,6 +1,6 @@
 """Retrieval of artifact schema 2 against schema 1 on the same build inputs (issue 16).
 
-    python bench/compare_schemas.py --site ../shared/corpus/school_asset \\
+    python bench/retrieval/compare_schemas.py --site ../shared/corpus/school_asset \\
         --datasets ../shared/eval/dev_queries.jsonl data/eval/corpus_queries.jsonl \\
                    data/eval/section_queries.jsonl \\
         [--jsquad ../shared/corpus/jsquad/valid-v1.3.json] [--cache-dir DIR] [--format json]
@@ -18,11 +18,12 @@ import json
 import sys
 from pathlib import Path
 
-import harness
-
 import knowledge_build as kb
 from knowledge_build.evaluation.evaluate import evaluate, load_dataset
 from knowledge_build.evaluation.squad import convert_squad
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared harness
+import harness  # noqa: E402
 
 METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10")
 ALLOWED = 0.005

@@ -1,8 +1,8 @@
 """Retrieval with sections off / unanchored / all, and the section_weight sweep (docs/retrieval.md,
 "Sections and tables (issue 13)").
 
-    python bench/eval_sections.py OFF_INDEX UNANCHORED_INDEX ALL_INDEX [--dev FILE] [--sections FILE]
-                                  [--weights 0.5,0.6,…]
+    python bench/retrieval/eval_sections.py OFF_INDEX UNANCHORED_INDEX ALL_INDEX [--dev FILE]
+                                            [--sections FILE] [--weights 0.5,0.6,…]
 
 Each index is the reference corpus built with the real model and that `--sections` setting (the
 same cache, so the boxes' vectors are shared). Prints hit@1, hit@5 and MRR@10 of the dev set and of
@@ -14,13 +14,15 @@ with `all`) counts as a miss there, so every setting is scored on the same 40 qu
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from pathlib import Path
 
-import harness
-
 import knowledge_build as kb
 from knowledge_build.evaluation.evaluate import load_dataset
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared harness
+import harness  # noqa: E402
 
 
 def scores(index, queries) -> dict:

@@ -1,6 +1,6 @@
 """The table_weight sweep (docs/retrieval.md, "Sections and tables (issue 13)").
 
-    python bench/eval_table_weight.py CORPUS_INDEX SITE_INDEX [--weights 0.7,0.8,0.9,1.0]
+    python bench/retrieval/eval_table_weight.py CORPUS_INDEX SITE_INDEX [--weights 0.7,0.8,0.9,1.0]
 
 CORPUS_INDEX: the reference corpus built with the real model and `--sections unanchored`;
 SITE_INDEX: the sample site (site/) built the same way. For each table weight (sections at the
@@ -12,14 +12,16 @@ row's chunk), with how many of those put the row first.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from pathlib import Path
-
-import harness
 
 import knowledge_build as kb
 from knowledge_build.evaluation.evaluate import load_dataset
 from knowledge_build.search.ranking import SearchSettings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared harness
+import harness  # noqa: E402
 
 
 def summary(found: list[int | None]) -> str:
