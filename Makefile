@@ -7,7 +7,7 @@ INDEX  ?= $(SITE)/_site/knowledge/v2
 QUERY  ?= 二次方程式を公式で解きたい
 SHARED ?= ../shared
 
-.PHONY: index test install install-test jekyll chromium check eval bench serve report clean
+.PHONY: index test install install-test jekyll chromium check eval bench bench-retrieval serve report clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,13 +61,22 @@ serve: install
 report: install
 	$(BIN)/knowledge-build report --site $(SITE) --out reports/coverage.html
 
+# Benchmarks (bench/README.md lists every script, what it measures and where its figures go).
+# `make bench`: the speed suite on the reference corpus (docs/benchmarks.md).
+# `make bench-retrieval`: retrieval quality, the ablation and JSQuAD (docs/retrieval.md).
+# The other scripts take indexes built by hand, JSQuAD sizes or an hour (bench_scale): run them by hand.
+# KB_SHARED_DIR: the scripts' default data (the dev queries) comes from $(SHARED) too.
+BENCH_RUN = KB_SHARED_DIR=$(abspath $(SHARED)) $(BIN)/python
+
 bench: install
-	$(BIN)/python bench/bench_build.py $(SHARED)/corpus/school_asset
-	$(BIN)/python bench/bench_rebuild.py $(SHARED)/corpus/school_asset
-	$(BIN)/python bench/bench_ids.py $(SHARED)/corpus/school_asset
-	$(BIN)/python bench/bench_service.py $(SHARED)/corpus/school_asset
-	$(BIN)/python bench/ablation.py $(SHARED)/corpus/school_asset $(SHARED)/eval/dev_queries.jsonl
-	$(BIN)/python bench/bench_jsquad.py $(SHARED)/corpus/jsquad/valid-v1.3.json
+	$(BENCH_RUN) bench/bench_build.py $(SHARED)/corpus/school_asset
+	$(BENCH_RUN) bench/bench_rebuild.py $(SHARED)/corpus/school_asset
+	$(BENCH_RUN) bench/bench_ids.py $(SHARED)/corpus/school_asset
+	$(BENCH_RUN) bench/bench_service.py $(SHARED)/corpus/school_asset
+
+bench-retrieval: install
+	$(BENCH_RUN) bench/retrieval/ablation.py $(SHARED)/corpus/school_asset $(SHARED)/eval/dev_queries.jsonl
+	$(BENCH_RUN) bench/retrieval/bench_jsquad.py $(SHARED)/corpus/jsquad/valid-v1.3.json
 
 clean:
 	rm -rf $(SITE)/_site $(SITE)/.jekyll-cache .pytest_cache reports
