@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -193,6 +195,66 @@ def test_a_rebuild_after_a_change_or_with_a_damaged_set_builds_in_full(site_dir,
     repaired = kb.build(config, embedder=FakeEmbedder())
     assert repaired.artifacts.build_id == changed.artifacts.build_id
     kb.KnowledgeIndex.open(repaired.output, embedder=FakeEmbedder(), verify=True)
+
+
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _cli_build(site, cache_dir):
+    return CliRunner().invoke(main, ["build", "--site", str(site), "--cache-dir", str(cache_dir)])
+
+
+def _fake_cli_embedder(monkeypatch):
+    monkeypatch.setattr("knowledge_build.pipeline.get_embedder", lambda *a, **k: FakeEmbedder())
+
+
+def test_a_folder_locked_after_a_build_fails_the_rebuild_as_it_fails_a_fresh_build(site_dir, tmp_path, monkeypatch):
+    _fake_cli_embedder(monkeypatch)
+    images = (site_dir / "images").resolve()  # no page in it: the pages' bytes stay the same
+    images.mkdir()
+    (images / "graph.svg").write_text("<svg/>", encoding="utf-8")
+    assert _cli_build(site_dir, tmp_path / "cache").exit_code == 0
+    real_scandir = os.scandir
+
+    def deny(path="."):  # what chmod 000 on the folder does for a user who is not root
+        if Path(path) == images:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", deny)
+    rebuild, fresh = _cli_build(site_dir, tmp_path / "cache"), _cli_build(site_dir, tmp_path / "fresh-cache")
+    assert (rebuild.exit_code, rebuild.output) == (fresh.exit_code, fresh.output)
+    assert rebuild.exit_code == 1 and "came from the cache" not in rebuild.output
+    assert (f"{images}:1:1: error: [directory-unreadable] the directory cannot be read (Permission denied); pages "
+            f"in it are not indexed. Fix: make it readable (chmod a+rx '{images}')") in rebuild.output
+
+
+@pytest.mark.skipif(IS_ROOT, reason="root lists chmod-000 folders; the monkeypatched test above covers it")
+def test_a_folder_really_locked_after_a_build_fails_the_rebuild(site_dir, tmp_path, monkeypatch):
+    _fake_cli_embedder(monkeypatch)
+    images = site_dir / "images"
+    images.mkdir()
+    assert _cli_build(site_dir, tmp_path / "cache").exit_code == 0
+    images.chmod(0)
+    try:
+        rebuild = _cli_build(site_dir, tmp_path / "cache")
+    finally:
+        images.chmod(0o755)
+    assert rebuild.exit_code == 1 and "error: [directory-unreadable]" in rebuild.output
+
+
+def test_a_link_broken_after_a_build_is_reported_by_the_rebuild_and_by_the_no_change_one_after(site_dir, tmp_path,
+                                                                                               monkeypatch):
+    config = kb.load_config(site=site_dir, cache_dir=tmp_path / "cache", env={})
+    kb.build(config, embedder=FakeEmbedder())
+    (site_dir / "gone.html").symlink_to(site_dir / "missing.html")
+    fresh = kb.build(replace(config, cache_dir=tmp_path / "fresh-cache"), embedder=FakeEmbedder())
+    assert any(d.rule == "page-skipped" and d.severity == "warning" for d in fresh.diagnostics)
+    rebuild = kb.build(config, embedder=FakeEmbedder())
+    monkeypatch.setattr("knowledge_build.pipeline.extract", None)  # the next build must read no page
+    kept = kb.build(config, embedder=FakeEmbedder())
+    for result in (rebuild, kept):
+        assert [d.format() for d in result.diagnostics] == [d.format() for d in fresh.diagnostics]
 
 
 def test_a_site_built_before_v2_is_read_from_knowledge_v1_by_default(site_dir, fake_open):

@@ -4,7 +4,9 @@ The inputs are hashed, not their times: the bytes of every page the build reads,
 and every file under `_data/` (learns, materials, categories), of the generated learns file, the
 settings that shape a set (sections, box classes, exclusions, baseurl, schema, dense index, id
 severities), the embedder's identity, a digest of this package's code and of the shipped glossary
-(section chunk ids are romanised with it). The memo (in the cache
+(section chunk ids are romanised with it), and what reading the site reported before any page was
+read: the walk's `directory-unreadable` and `page-skipped` (a locked folder or a dangling link changes
+no page's bytes, yet a fresh build reports it). The memo (in the cache
 directory, one small JSON file per output directory) keeps that digest, the build id it produced
 and the build's diagnostics, which are reported again so a rebuild never hides a warning. The set
 is kept only when its manifest still names that build and every file still has its size; otherwise
@@ -29,12 +31,17 @@ _SHAPING = ("baseurl", "sections", "box_classes", "exclude", "missing_id", "pref
 
 
 def inputs_digest(config, site, pages: list[Path], embedder_info: dict | None, learns_file: Path) -> str:
+    """The digest of everything a build's set and diagnostics follow from. `site.diagnostics` must
+    already hold the walk's (find_pages(site) has run): a new one (an error, which no memo holds,
+    or a warning) then makes the digest new, so the build runs in full and reports, or fails, as
+    a fresh build does."""
     from ..html.section_memory import _code_digest, slug_recipe
 
     digest = hashlib.sha256()
     digest.update(json.dumps({"settings": {k: _plain(getattr(config, k)) for k in _SHAPING},
                               "embedder": embedder_info, "code": _code_digest(),
-                              "slugs": slug_recipe()},  # the shipped glossary names section chunks
+                              "slugs": slug_recipe(),  # the shipped glossary names section chunks
+                              "site_diagnostics": sorted(d.format() for d in site.diagnostics)},
                              sort_keys=True).encode())
     files = list(pages) + sorted(site.root.glob("_config*.yml"))
     data = site.root / "_data"
