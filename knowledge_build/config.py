@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from .errors import ConfigError
-from .kinds import BOX_CLASSES
+from .kinds import BOX_CLASSES, DEFAULT_BOXES, TYPES
 from .yamlfile import load_file as load_yaml_file
 
 DEFAULT_BOX_CLASSES = BOX_CLASSES
@@ -37,6 +37,7 @@ class Config:
     embedding_timeout: float | None = None  # seconds per request to a remote embedder; None: 600
     cache_dir: Path = field(default_factory=lambda: _default_cache_dir())
     box_classes: tuple[str, ...] = DEFAULT_BOX_CLASSES
+    boxes: tuple[tuple[str, str], ...] = DEFAULT_BOXES  # (CSS selector, kind): boxes by selector (admonitions …)
     exclude: tuple[str, ...] = ()  # glob patterns, relative to the site
     glossary: Path | None = None  # extra term -> slug file for suggest-ids
     thesaurus: Path | None = None  # extra student wording -> textbook terms file, added at query time
@@ -69,6 +70,8 @@ class Config:
     progress_interval: int = 5  # sources crawl: a progress line every N pages
     allow_hosts: tuple[str, ...] = ()  # hosts the crawler may reach although they are private addresses
     debug_log: str = "off"  # off | info (each retrieval: query, results' scores and sources) | debug (+ text previews)
+    site_name: str | None = None  # ask, Slack, MCP: the site's name; None: the one the build read from the site
+    site_description: str | None = None  # the same for its one-line description
     sources: tuple[str, ...] = ()  # where each value came from, for --debug output
 
     def with_overrides(self, **values) -> "Config":
@@ -243,10 +246,52 @@ def _embedder(value, origin: str, key: str) -> str:
     return value
 
 
+def _line(value, origin: str, key: str) -> str | None:
+    """A text on one line (newlines and runs of spaces become one space); empty: not set."""
+    if value is None:
+        return None
+    if isinstance(value, (dict, list, tuple, bool)):
+        raise ConfigError(f"{origin}: {key} must be a single line of text, got {value!r}.")
+    return " ".join(str(value).split()) or None
+
+
 def _names(value, origin: str, key: str) -> tuple[str, ...]:
     if isinstance(value, str):  # the environment's spelling: comma-separated
         value = [v.strip() for v in value.split(",") if v.strip()]
     return tuple(value)
+
+
+_BOX_TYPES = tuple(t for t in TYPES if t not in ("section", "table"))
+
+
+def _boxes(value, origin: str, key: str) -> tuple[tuple[str, str], ...]:
+    """CSS selector -> kind; the environment's spelling is JSON ({"aside.note": "tip"})."""
+    import json
+
+    fix = f'write it as a mapping of CSS selector to kind, e.g. {{"aside.note": "tip"}} (kinds: {", ".join(_BOX_TYPES)})'
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except ValueError:
+            raise ConfigError(f"{origin}: {key} must be JSON when given as text. Fix: {fix}.") from None
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (list, tuple)) and len(v) == 2 for v in value):
+        value = dict(value)
+    if not isinstance(value, dict):
+        raise ConfigError(f"{origin}: {key} must be a mapping. Fix: {fix}.")
+    from cssselect import SelectorError
+    from lxml.cssselect import CSSSelector
+
+    pairs = []
+    for selector, kind in value.items():
+        if kind not in _BOX_TYPES:
+            raise ConfigError(f"{origin}: {key}: kind {kind!r} of {selector!r} is not one of {', '.join(_BOX_TYPES)}. "
+                              f"Fix: {fix}.")
+        try:
+            CSSSelector(str(selector))
+        except SelectorError as exc:
+            raise ConfigError(f"{origin}: {key}: {selector!r} is not a CSS selector ({exc}). Fix: {fix}.") from None
+        pairs.append((str(selector), kind))
+    return tuple(pairs)
 
 
 def positive_seconds(value, origin: str, key: str = "embedding_timeout") -> float:
@@ -316,7 +361,8 @@ _COERCERS = {
     **dict.fromkeys(_FRACTIONS, _fraction),
     **dict.fromkeys(("box_classes", "exclude", "allow_hosts"), _names),
     "debug_log": _debug_log, "store": _store, "sections": _sections, "artifact_schema": _artifact_schema,
-    "dense_index": _dense_index, "embedder": _embedder,
+    "dense_index": _dense_index, "embedder": _embedder, "boxes": _boxes,
+    **dict.fromkeys(("site_name", "site_description"), _line),
 }
 
 

@@ -74,6 +74,11 @@ def is_part_anchor(anchor: str) -> bool:
     """Whether a chunk's anchor names a section or table (sec-…, tbl-…), not an element id."""
     return anchor.partition("-")[0] in PART_PREFIXES
 BOX_CLASSES = tuple(k.box_class for k in KINDS if k.box_class)
+# Boxes by CSS selector (the `boxes` setting): what MkDocs and Sphinx write for their admonitions
+# (`!!! tip`, `.. note::`: div.admonition.<name>) and for a definition list (Sphinx: dl.simple).
+ADMONITIONS = ("tip", "hint", "note", "warning", "important", "caution", "attention", "danger")
+DEFAULT_BOXES = ((", ".join(f"div.admonition.{name}" for name in ADMONITIONS), "tip"),
+                 ("dl:not([class]), dl.simple", "definition"))
 # Which id prefixes each box class may carry.
 ALLOWED_PREFIXES = {k.box_class: (k.prefix, *k.also_in_box) for k in KINDS if k.box_class}
 CLASS_PREFIX = {k.box_class: k.prefix for k in KINDS if k.box_class}

@@ -43,7 +43,7 @@ def test_invalid_utf8_is_an_error_with_line_and_column(tmp_path):
 
 
 def test_page_without_front_matter_is_indexed_with_a_warning(tmp_path):
-    root = _site(tmp_path, {"raw.html": '<div id="tip-a" class="tip-box"><strong>コツ</strong>本文</div>'})
+    root = _site(tmp_path, {"raw.html": '<div class="tip-box" id="tip-a" class="tip-box"><strong>コツ</strong>本文</div>'})
     extraction = extract(load_config(site=root, env={}))
     assert ("warning", "no-front-matter") in _rules(extraction)
     assert [c.id for c in extraction.chunks] == ["raw#tip-a"]
@@ -93,7 +93,7 @@ def test_cli_build_failure_prints_file_line_and_exits_non_zero(tmp_path):
 
 
 def test_warnings_alone_do_not_fail_the_build(tmp_path, fake_embedder):
-    root = _site(tmp_path, {"good.html": GOOD, "raw.html": '<div id="tip-a"><strong>T</strong>本文</div>'})
+    root = _site(tmp_path, {"good.html": GOOD, "raw.html": '<div class="tip-box" id="tip-a"><strong>T</strong>本文</div>'})
     result = build(load_config(site=root, env={}), embedder=fake_embedder)
     assert len(result.chunks) == 2 and any(d.severity == "warning" for d in result.diagnostics)
 

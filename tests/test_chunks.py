@@ -83,6 +83,6 @@ def test_content_hash_changes_with_the_embedded_text_only(site_dir):
 def test_permalink_front_matter_overrides_the_path(tmp_path):
     (tmp_path / "_config.yml").write_text("baseurl: ''\n", encoding="utf-8")
     (tmp_path / "p.html").write_text('---\ntitle: P\npermalink: /custom/page/\n---\n'
-                                     '<div id="rule-a"><strong>A</strong>本文</div>', encoding="utf-8")
+                                     '<div class="rule-box" id="rule-a"><strong>A</strong>本文</div>', encoding="utf-8")
     (chunk,) = extract(load_config(site=tmp_path, env={})).chunks
     assert chunk.url == "/custom/page/#rule-a"

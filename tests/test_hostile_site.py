@@ -86,7 +86,7 @@ def test_box_after_the_closing_html_tag_is_an_error_not_a_silent_loss(tmp_path):
 
 
 def test_a_knowledge_id_in_a_comment_is_not_reported_as_lost(tmp_path):
-    root = _site(tmp_path, {"p.html": '---\ntitle: t\n---\n<!-- <div id="rule-old">古い</div> -->\n' + BOX})
+    root = _site(tmp_path, {"p.html": '---\ntitle: t\n---\n<!-- <div class="rule-box" id="rule-old">古い</div> -->\n' + BOX})
     assert _run("check", "--site", root, "--strict").exit_code == 0
 
 

@@ -12,7 +12,7 @@ def _page(tmp_path: Path, body: str, front: str = "title: テスト教材\nlevel
     path = tmp_path / "教材.html"
     path.write_text(f"---\n{front}---\n{body}", encoding="utf-8")
     site = open_site(tmp_path)
-    return scan_page(site, path, ("rule-box", "tip-box", "example-box"))
+    return scan_page(site, path, ("rule-box", "tip-box", "example-box", "def-box"))
 
 
 def test_elements_are_found_by_id_prefix_with_type_from_prefix(tmp_path):

@@ -76,7 +76,7 @@ def test_anchored_boxes_stay_out_of_the_section_text_and_are_flagged():
 
 def test_a_heading_inside_an_anchored_box_does_not_start_a_section():
     parts, _ = parts_of(f"""<h2>公式</h2><p>{LONG}</p>
-      <div id="rule-a"><h3>箱の見出し</h3><p>箱の中</p></div><p>箱の後の文章です。</p>""", min_chars=10)
+      <div class="rule-box" id="rule-a"><h3>箱の見出し</h3><p>箱の中</p></div><p>箱の後の文章です。</p>""", min_chars=10)
     assert [p.heading for p in parts] == ["公式"]
     assert parts[0].text == LONG + "\n箱の後の文章です。"
 
@@ -120,7 +120,7 @@ def test_empty_parent_takes_in_its_first_child_and_keeps_its_own_link():
 
 def test_sections_are_not_merged_across_the_anchored_box_flag_and_empty_box_sections_vanish():
     parts, _ = parts_of(f"""<h2>例題</h2><p>{LONG}</p>
-      <h3>▶ 例1</h3><div id="ex-one"><p>例題の本文</p></div>
+      <h3>▶ 例1</h3><div class="example-box" id="ex-one"><p>例題の本文</p></div>
       <h3>▶ まとめ</h3><p>短い。</p>""", min_chars=50)
     assert [(p.heading, p.has_anchored_box) for p in parts] == [("例題", False)]
     assert parts[0].text == LONG + "\n▶ まとめ\n短い。"

@@ -186,16 +186,27 @@ def test_a_source_page_with_liquid_in_its_text_has_no_sections_and_says_why(extr
     assert chunk.id == "p#sec-midashi" and "本文は十分な長さの文章です。" in chunk.content
 
 
-def test_two_pages_of_one_name_with_sections_only_keep_the_first_and_warn(tmp_path):
+def test_two_pages_of_one_file_name_are_two_pages_named_by_their_paths(tmp_path):
     site = tmp_path / "s"
     for folder in ("a", "b"):
         (site / folder).mkdir(parents=True)
         (site / folder / "index.html").write_text(f"<h2>{folder}の見出し</h2><p>本文です。</p>", encoding="utf-8")
     (site / "_config.yml").write_text("baseurl: ''\n", encoding="utf-8")
     extraction = extract(load_config(site=site, env={}))
-    assert [c.url for c in extraction.chunks] == ["/a/index.html#:~:text=a%E3%81%AE%E8%A6%8B%E5%87%BA%E3%81%97"]
-    (warning,) = [d for d in extraction.diagnostics if d.rule == "duplicate-material"]
-    assert warning.severity == "warning" and warning.path.endswith("b/index.html")
+    assert [(c.material, c.url) for c in extraction.chunks] == [
+        ("a", "/a/index.html#:~:text=a%E3%81%AE%E8%A6%8B%E5%87%BA%E3%81%97"),
+        ("b", "/b/index.html#:~:text=b%E3%81%AE%E8%A6%8B%E5%87%BA%E3%81%97")]
+    assert not [d for d in extraction.diagnostics if d.severity != "info"]
+
+
+def test_two_pages_with_one_path_are_an_error_naming_both(tmp_path):
+    site = tmp_path / "s"
+    (site / "a").mkdir(parents=True)
+    (site / "a.html").write_text("<h2>見出し</h2><p>本文です。</p>", encoding="utf-8")
+    (site / "a" / "index.html").write_text("<h2>別の見出し</h2><p>本文です。</p>", encoding="utf-8")
+    extraction = extract(load_config(site=site, env={}))
+    (error,) = [d for d in extraction.diagnostics if d.rule == "duplicate-page"]
+    assert error.severity == "error" and "'a.html'" in error.message and "'a/index.html'" in error.message
 
 
 def test_without_the_japanese_tokenizer_sections_are_a_clear_error_and_off_still_works(tmp_path, monkeypatch):

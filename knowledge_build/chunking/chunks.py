@@ -93,7 +93,7 @@ def _chunk(site: Site, page: Page, element: KnowledgeElement, meta: dict, labels
         id=f"{page.material}#{element.id}",
         material=page.material,
         anchor=element.id,
-        url=f"{site.baseurl}{page.url_path}#{element.id}",
+        url=f"{site.baseurl}{page.url_path}{_fragment(element)}",
         title=element.title,
         content=content,
         excerpt=excerpt(content, element.heading or element.title),
@@ -110,6 +110,11 @@ def _chunk(site: Site, page: Page, element: KnowledgeElement, meta: dict, labels
         source_path=page.rel,
         label=element.label,
     )
+
+
+def _fragment(element: KnowledgeElement) -> str:
+    fragment = element.id if element.fragment is None else element.fragment
+    return f"#{fragment}" if fragment else ""
 
 
 def part_chunk(site: Site, page: Page, part, meta: dict) -> Chunk:

@@ -59,12 +59,15 @@ def remembered_slug(heading: str, compute: Callable[[str], str]) -> str:
     return slug
 
 
-def page_parts_remembered(body: str, line_offset: int, source: bool, compute: Callable[[], list]) -> list:
-    """The page's parts: stored ones when an earlier build read this same page, else compute()."""
+def page_parts_remembered(body: str, line_offset: int, source: bool, compute: Callable[[], list],
+                          boxes: str = "") -> list:
+    """The page's parts: stored ones when an earlier build read this same page with the same idea of
+    what a box is (`boxes`: the settings that decide which elements the sections leave out), else compute()."""
     memory = _memory
     if memory is None:
         return compute()
-    digest = hashlib.sha256(f"{line_offset}|{int(source)}\n{body}".encode("utf-8", "surrogatepass")).hexdigest()
+    key = f"{line_offset}|{int(source)}" + (f"|{boxes}" if boxes else "")
+    digest = hashlib.sha256(f"{key}\n{body}".encode("utf-8", "surrogatepass")).hexdigest()
     parts = _decoded(memory.stored_parts(digest))
     if parts is None:
         parts = compute()

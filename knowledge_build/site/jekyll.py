@@ -1,8 +1,10 @@
-"""Finding material pages in a Jekyll source directory or a built `_site`, and site facts.
+"""Finding the pages of a site (a Jekyll source directory, or the built output of any generator:
+generators.py decides which), and site facts.
 
-Owns: which kind of directory we were given, `_config.yml` (baseurl, url, permalink,
-exclude, destination), `_data/learns.yml`, `_data/categories.yml` (category id -> the name the
-site shows), and each page's permalink.
+Owns: `_config.yml` (baseurl, url, permalink, exclude, destination, title, description, lang),
+`_data/learns.yml`, `_data/categories.yml` (category id -> the name the site shows), the walk that
+finds the pages (and names the generated ones it leaves out: search pages, indexes, 404), and each
+page's permalink and material name (identity.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from pathlib import Path
 from ..diagnostics import Diagnostic
 from ..errors import SiteNotFound
 from ..readfile import file_kind
+from .generators import detect, site_facts
+from .identity import material_names
 from ..yamlfile import YamlDocument, YamlError
 from ..yamlfile import load_file as load_yaml_file
 
@@ -37,6 +41,13 @@ class Site:
     generated_learns: dict = field(default_factory=dict)  # material -> anchor -> {source_hash, learns}
     categories: dict = field(default_factory=dict)  # category id -> display name (_data/categories.yml)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    generator: str = "jekyll"  # jekyll | hugo | mkdocs | sphinx | plain (generators.py)
+    note: str = ""  # how the folder was read, when not as given (the built output of a source folder)
+    name: str = ""  # the site's name (title, site_name, project), "" when its configuration has none
+    description: str = ""
+    lang: str = ""  # the site's language from its configuration ("" unknown: the pages' <html lang>)
+    materials: dict = field(default_factory=dict)  # rel -> material name (identity.py), set by find_pages
+    skipped: list = field(default_factory=list)  # (rel, reason): pages found and not read (find_pages)
 
     @property
     def default_index_dir(self) -> Path:
@@ -52,14 +63,14 @@ def open_site(path: Path, baseurl: str | None = None, exclude=(), data: bool = T
     root = Path(path)
     if not root.is_dir():
         raise SiteNotFound(root)
-    root = root.resolve()
-    if (root / "_config.yml").is_file():
-        source, kind = root, "source"
-    elif (root.parent / "_config.yml").is_file():
-        source, kind = root.parent, "built"
-    else:
-        source, kind = None, "built"
-    site = Site(root=root, kind=kind, source_root=source, output_root=root)
+    detected = detect(root.resolve())  # SiteNeedsBuild: Markdown sources with no output
+    jekyll = detected.config_root if detected.generator == "jekyll" else None
+    site = Site(root=detected.pages_root, kind=detected.kind, source_root=jekyll, output_root=detected.pages_root,
+                generator=detected.generator, note=detected.note)
+    facts = site_facts(detected)
+    site.name, site.description, site.lang = facts.name, facts.description, facts.lang
+    site.baseurl = facts.baseurl or ""
+    source = jekyll
     if source is not None:
         _read_jekyll_config(site, source / "_config.yml")
         if data:
@@ -86,6 +97,8 @@ def _shape_error(site: Site, doc: YamlDocument, keys: tuple, rule: str, message:
 
 
 def _read_jekyll_config(site: Site, path: Path) -> None:
+    if site.kind == "source":  # before anything can return: an empty _config.yml is valid Jekyll
+        site.output_root = (site.root / "_site").resolve()
     doc = _load_yaml(site, path, "config-yaml")
     config = doc.data if doc is not None else None
     if config is None:
@@ -97,6 +110,9 @@ def _read_jekyll_config(site: Site, path: Path) -> None:
     site.baseurl = _config_text(site, doc, "baseurl")
     site.url = _config_text(site, doc, "url")
     site.permalink_style = _config_text(site, doc, "permalink")
+    site.name = _config_text(site, doc, "title")
+    site.description = _config_text(site, doc, "description")
+    site.lang = _config_text(site, doc, "lang")
     exclude = config.get("exclude") or []
     exclude = [exclude] if isinstance(exclude, str) else exclude
     if not isinstance(exclude, list) or any(isinstance(x, (dict, list)) or x is None for x in exclude):
@@ -201,8 +217,38 @@ def find_pages(site: Site) -> list[Path]:
         base = Path(folder)
         dirs[:] = [d for d in dirs if d.endswith(".html") or not _skipped(site, (base / d).relative_to(site.root))]
         candidates += [base / name for name in dirs + files if name.endswith(".html")]
-    return [path for path in sorted(candidates)
-            if not _skipped(site, path.relative_to(site.root)) and _is_page_file(site, path)]
+    pages, site.skipped = [], []
+    for path in sorted(candidates):
+        rel = path.relative_to(site.root)
+        if _skipped(site, rel):
+            continue
+        reason = _generated_page(site, rel)
+        if reason:
+            site.skipped.append((rel.as_posix(), reason))
+        elif _is_page_file(site, path):
+            pages.append(path)
+        else:
+            site.skipped.append((rel.as_posix(), "not a regular file"))
+    site.materials, collisions = material_names([p.relative_to(site.root).as_posix() for p in pages], str(site.root))
+    site.diagnostics += collisions
+    return pages
+
+
+# Pages a generator writes that are not content: its search page, indexes of names, the error page.
+_GENERATED_PAGES = {"404.html": "error page (404)", "search.html": "search page", "genindex.html": "generated index",
+                    "py-modindex.html": "generated index", "search/index.html": "search page"}
+_GENERATED_FOLDERS = {"sphinx": {"_modules": "highlighted source code", "_sources": "page sources"},
+                      "hugo": {"tags": "taxonomy list", "categories": "taxonomy list"}}
+
+
+def _generated_page(site: Site, rel: Path) -> str:
+    """Why a built page is not read ("" when it is): generated by the generator, not written by the owner."""
+    if site.kind == "source":
+        return ""
+    reason = _GENERATED_PAGES.get(rel.as_posix())
+    if reason is None and len(rel.parts) > 1:
+        reason = _GENERATED_FOLDERS.get(site.generator, {}).get(rel.parts[0])
+    return f"generated by {site.generator}: {reason}" if reason else ""
 
 
 def _is_page_file(site: Site, path: Path) -> bool:
@@ -260,6 +306,8 @@ def permalink(site: Site, rel: Path, front_matter: dict) -> str:
         if stem == "index" or stem.endswith("/index"):
             return "/" + stem[: -len("index")]
         return f"/{stem}/"
+    if site.kind == "built" and (posix == "index.html" or posix.endswith("/index.html")):
+        return "/" + posix[: -len("index.html")]  # what the server serves for the folder
     return "/" + posix
 
 

@@ -23,6 +23,7 @@ class KnowledgeElement:
     bold_terms: tuple[str, ...] = ()  # <strong>/<b> texts after the title: the terms the box stresses
     label: str = ""  # the box's number label (「コツ2」「練習1」), taken off the title
     heading: str = ""  # the title as written on the page (label, TeX and all)
+    fragment: str | None = None  # the link's #fragment when it is not the id ("" none: the page itself)
 
 
 @dataclass
@@ -39,7 +40,7 @@ class UnanchoredBox:
 class Page:
     path: Path
     rel: str  # posix path relative to the scanned root
-    material: str  # file stem: the "material" of every chunk on the page
+    material: str  # the page's name in chunk ids (identity.py): its file stem, or its path
     url_path: str  # permalink without baseurl
     title: str = ""
     front_matter: dict = field(default_factory=dict)
@@ -49,6 +50,7 @@ class Page:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     unreadable: bool = False  # the file could not be read or decoded: nothing else is known
     parts: list = field(default_factory=list)  # sections.Part: every section and table (`sections` not off)
+    redirect: bool = False  # a <meta http-equiv="refresh"> stub that sends the reader elsewhere
 
 
 def page_diagnostic(page, line, col, severity, rule, message, fix="") -> Diagnostic:

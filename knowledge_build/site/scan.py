@@ -9,13 +9,15 @@ content.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
 
 import lxml.etree
 import lxml.html
 
 from ..html.box_text import box_title, clean, descendants, display_title, node_text, strip_emoji
-from ..kinds import KNOWLEDGE_ID, type_of_id
+from ..html.blocks import HEADINGS
+from ..kinds import BY_TYPE, KNOWLEDGE_ID, type_of_id
 from ..text.tex import readable
 from .front_matter import front_matter_from_source, split_front_matter
 from .jekyll import Site, permalink, source_page_for
@@ -26,11 +28,13 @@ from .page import KnowledgeElement, Page, UnanchoredBox, page_diagnostic, read_p
 _BENIGN_PARSER_MESSAGES = re.compile(r"Tag \S+ invalid|htmlParseEntityRef|Unexpected end tag : p\b|ID \S+ already defined")
 
 
-def scan_page(site: Site, path: Path, box_classes=(), sections: str = "off") -> Page:
+def scan_page(site: Site, path: Path, box_classes=(), sections: str = "off", boxes=()) -> Page:
     """The page's knowledge elements; with `sections` other than "off" also all its parts (which of
-    them become chunks is chunks.py's choice)."""
+    them become chunks is chunks.py's choice). `box_classes` and `boxes` ((CSS selector, kind) pairs)
+    say what a box is on this site."""
     rel = path.relative_to(site.root)
-    page = Page(path=path, rel=rel.as_posix(), material=path.stem, url_path="")
+    material = site.materials.get(rel.as_posix()) or path.stem
+    page = Page(path=path, rel=rel.as_posix(), material=material, url_path="")
     text = read_page_text(page)
     if text is None:
         return page
@@ -40,7 +44,7 @@ def scan_page(site: Site, path: Path, box_classes=(), sections: str = "off") -> 
         front_matter_from_source(page, source)
     page.url_path = permalink(site, rel, page.front_matter)
     if body.strip():
-        _scan_html(page, body, offset, tuple(box_classes), sections != "off" and site.kind)
+        _scan_html(page, body, offset, tuple(box_classes), sections != "off" and site.kind, tuple(boxes))
     if page.elements and site.kind == "source" and not page.has_front_matter:
         page.diagnostics.append(page_diagnostic(page, 1, 1, "warning", "no-front-matter",
                                       "page has knowledge elements but no front matter, so Jekyll copies it "
@@ -83,8 +87,15 @@ def _document(body: str, parser):
     return root
 
 
-def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...], parts_of: str = "") -> None:
-    """Elements (and, when `parts_of` names the site's kind, parts) of the page's HTML."""
+def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...], parts_of: str = "",
+               box_selectors: tuple = ()) -> None:
+    """Elements (and, when `parts_of` names the site's kind, parts) of the page's HTML.
+
+    A box is an element with a box class (`box_classes`) or one that a `boxes` selector picks (an
+    admonition, a definition list: `selected_boxes`). A box with a knowledge id is a knowledge element
+    linked by its id; a box by class without one is reported (missing-id) and left to its section; a
+    box by selector without one is a knowledge element linked to its section's heading. A knowledge
+    id on anything else (a heading's `id="rule-of-two"`) is an ordinary id."""
     parser = _parser()
     try:
         root = _document(body, parser)
@@ -95,37 +106,54 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
     stopped = _parser_messages(page, parser.error_log, offset)
     if not page.front_matter.get("title"):
         page.title = clean(" ".join(root.xpath("//title//text() | (//h1)[1]//text()")))
+    page.redirect = bool(_REFRESH(root))
+    selected = selected_boxes(root, box_selectors)
     seen: dict[str, int] = {}
     box_lines: list[int] = []
     counted = [0, 0]  # knowledge ids, box class names: what the cheap lost-box check compares
-    anchored = set()  # every element with a knowledge id: sections leave their text to them
+    anchored = set()  # every box that is a knowledge element: sections leave their text to them
     for node in root.iter():
         if not isinstance(node.tag, str):
             continue
         node_id = node.get("id") or ""
         boxes = [c for c in (node.get("class") or "").split() if c in box_classes]
+        kind = selected.get(node) if selected else None
+        knowledge_id = bool(KNOWLEDGE_ID.match(node_id))
         line = (node.sourceline or 1) + offset
-        if boxes or KNOWLEDGE_ID.match(node_id):
+        if boxes or knowledge_id:
             box_lines.append(line)
-            counted[0] += bool(KNOWLEDGE_ID.match(node_id))
+            counted[0] += knowledge_id
             counted[1] += len(boxes)
-        if KNOWLEDGE_ID.match(node_id):
+        if not (boxes or kind):
+            if knowledge_id and node.tag not in HEADINGS:
+                page.diagnostics.append(page_diagnostic(
+                    page, line, 1, "info", "not-a-box", f"<{node.tag} id=\"{node_id}\"> has no box class, so it is "
+                    "indexed with its section, not as a box",
+                    f"add the box class of its kind (e.g. class=\"{BY_TYPE[type_of_id(node_id)].box_class}\") "
+                    "to make it a box"))
+            continue
+        if kind and not boxes and _inside(node, anchored):
+            continue  # a definition list inside a box is part of the box
+        if knowledge_id or (kind and not boxes):
             anchored.add(node)
-            element = _element(page, node, node_id, line, boxes)
-            if node_id in seen:
+            element = (_element(page, node, node_id, line, boxes) if knowledge_id
+                       else _selected_element(page, node, kind, line, seen))
+            if element is None:
+                continue
+            if element.id in seen:
                 page.diagnostics.append(page_diagnostic(page, line, 1, "error", "duplicate-id",
-                                              f"id '{node_id}' is used twice in this page (first at line {seen[node_id]})",
+                                              f"id '{element.id}' is used twice in this page (first at line {seen[element.id]})",
                                               "give one of the two boxes another id; links would jump to the first"))
                 continue
-            seen[node_id] = line
-            if element is not None:
-                page.elements.append(element)
-        elif boxes:
+            seen[element.id] = line
+            page.elements.append(element)
+        else:
             page.unanchored.append(UnanchoredBox(boxes[0], box_title(node), line, node_id or None))
     if not stopped:
         _report_lost_boxes(page, body, offset, box_classes, box_lines, counted)
     if parts_of:
-        page.parts = _parts(page, root, anchored, offset, body, source=parts_of == "source")
+        boxes_key = repr((box_classes, box_selectors))
+        page.parts = _parts(page, root, anchored, offset, body, source=parts_of == "source", boxes=boxes_key)
 
 
 _LIQUID = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
@@ -133,7 +161,7 @@ _RAW = re.compile(r"\{%-?\s*(end)?raw\s*-?%\}")
 _RAW_BLOCK = re.compile(r"\{%-?\s*raw\s*-?%\}.*?\{%-?\s*endraw\s*-?%\}", re.DOTALL)
 
 
-def _parts(page: Page, root, anchored: set, offset: int, body: str, source: bool) -> list:
+def _parts(page: Page, root, anchored: set, offset: int, body: str, source: bool, boxes: str = "") -> list:
     """The page's section and table parts. Liquid in a Jekyll source page's text ({{ site.x }},
     {% for %}) is template code: what a reader sees exists only after Jekyll renders it, so such a
     page has no parts from its source (an info says so). Liquid in attributes (href="{{ … }}") does
@@ -151,7 +179,7 @@ def _parts(page: Page, root, anchored: set, offset: int, body: str, source: bool
         _drop_raw_markers(root)
     try:
         return page_parts_remembered(body, offset, source,
-                                     lambda: page_parts(root, anchored=anchored, line_offset=offset))
+                                     lambda: page_parts(root, anchored=anchored, line_offset=offset), boxes)
     except ImportError as exc:  # fugashi/unidic-lite/jaconv: the keys of the chunk ids need them
         from ..errors import SectionsUnavailable
 
@@ -252,4 +280,68 @@ def _element(page: Page, node, node_id: str, line: int, boxes: list[str]) -> Kno
         bold_terms=tuple(dict.fromkeys(b for b in bold if b and b != heading)),
         label=label,
         heading=heading,
+    )
+
+
+_REFRESH = lxml.etree.XPath("//meta[translate(@http-equiv, 'REFSH', 'refsh') = 'refresh']")
+_SECTION_ANCHOR = lxml.etree.XPath(
+    "(preceding::*[self::h1 or self::h2 or self::h3 or self::h4 or self::h5 or self::h6][@id]"
+    " | ancestor::*[@id][self::section or self::div[contains(concat(' ', normalize-space(@class), ' '), ' section ')]])"
+    "[last()]/@id")
+_ADMONITION_TITLE = lxml.etree.XPath("*[contains(concat(' ', normalize-space(@class), ' '), ' admonition-title ')]")
+SHORT_TITLE = 8  # an admonition title this short is its kind's label (Tip, 注釈): the text names the box
+
+
+@lru_cache(maxsize=8)
+def _compiled(box_selectors: tuple) -> tuple:
+    from lxml.cssselect import CSSSelector
+
+    return tuple((CSSSelector(selector), kind) for selector, kind in box_selectors)
+
+
+def selected_boxes(root, box_selectors: tuple) -> dict:
+    """element -> kind for every element a `boxes` selector picks (the first selector wins)."""
+    found: dict = {}
+    for selector, kind in _compiled(box_selectors):
+        for node in selector(root):
+            found.setdefault(node, kind)
+    return found
+
+
+def _inside(node, boxes: set) -> bool:
+    return any(parent in boxes for parent in node.iterancestors())
+
+
+def _selected_element(page: Page, node, kind: str, line: int, seen: dict) -> KnowledgeElement | None:
+    """A box picked by a selector: its id when it has one, else `<prefix>-<section>[-n]`, linked to the
+    heading of its section (the closest one before it with an id)."""
+    text = strip_emoji(node_text(node))
+    if not text:
+        return None
+    node_id = node.get("id") or ""
+    section = next(iter(_SECTION_ANCHOR(node)), "")
+    prefix = BY_TYPE[kind].prefix
+    anchor = node_id
+    if not anchor:
+        base = f"{prefix}-{section}" if section else prefix
+        anchor, number = base, 1
+        while anchor in seen:
+            number += 1
+            anchor = f"{base}-{number}"
+    label_nodes = _ADMONITION_TITLE(node)
+    if label_nodes:
+        label_text = clean(node_text(label_nodes[0]))
+        body = clean(text[len(label_text):] if text.startswith(label_text) else text)
+    elif node.tag == "dl":
+        label_text, body = "・".join(clean(node_text(dt)) for dt in node.iter("dt"))[:60], text
+    else:
+        label_text, body = box_title(node), text
+    title = label_text if len(label_text) > SHORT_TITLE else \
+        (f"{label_text}：{readable(body[:30])}" if label_text else readable(body[:30]))
+    inside = list(descendants(node))
+    return KnowledgeElement(
+        id=anchor, type=kind, title=title, text=text, line=line, box_class="",
+        learns_attribute=node.get("data-learns"),
+        list_items=tuple(i for i in (clean(node_text(li)) for li in inside if li.tag == "li") if i),
+        heading=label_text, fragment=node_id or section,
     )

@@ -1,0 +1,288 @@
+"""Which generator made the folder we were given, and where its pages are.
+
+A folder is one of: a Jekyll source (`_config.yml`), a Hugo source (`hugo.toml`, `config.toml` … beside
+`content/`), an MkDocs project (`mkdocs.yml`), a Sphinx project (`conf.py`), or built HTML (Jekyll's
+`_site`, Hugo's `public/`, MkDocs' `site/`, Sphinx's `_build/html` or `_build/dirhtml`, or a plain
+folder of pages). A source folder whose pages are Markdown is read through its built output beside it
+(`Detected.note` says so); with no output, `SiteNeedsBuild` names the command that builds it. A Jekyll
+source of HTML pages with front matter (the reference layout) is read as it is.
+
+Each generator's configuration gives what it knows of the site: name, description, language and the
+URL path the site is served under (`baseurl`). Unknown keys and unreadable files give nothing: the
+pages' own `<title>`/`<html lang>` then decide (scan.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import yaml
+
+from ..errors import KnowledgeBuildError
+
+# Config file names that mark a source folder, per generator (first found wins).
+HUGO_CONFIGS = ("hugo.toml", "hugo.yaml", "hugo.yml", "hugo.json", "config.toml", "config.yaml", "config.yml",
+                "config.json")
+MKDOCS_CONFIGS = ("mkdocs.yml", "mkdocs.yaml")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mkd", ".mkdn")
+BUILD_COMMANDS = {
+    "jekyll": "jekyll build (or bundle exec jekyll build)",
+    "hugo": "hugo",
+    "mkdocs": "mkdocs build",
+    "sphinx": "sphinx-build -b html . _build/html (or make html)",
+}
+_SKIPPED_WALK = {"node_modules", "vendor", ".git", ".bundle", ".knowledge-cache"}
+
+
+class SiteNeedsBuild(KnowledgeBuildError):
+    def __init__(self, generator: str, root: Path, pages: int, example: str):
+        super().__init__(
+            f"'{root}' is a {generator} source folder with {pages} Markdown page(s) (e.g. {example}), which "
+            f"{generator} turns into HTML, and no built output was found beside it. Fix: run "
+            f"`{BUILD_COMMANDS[generator]}` in '{root}', then build again (or pass --site <the output folder>).")
+
+
+@dataclass
+class SiteFacts:
+    """What the generator's configuration says of the site (empty when it says nothing)."""
+
+    name: str = ""
+    description: str = ""
+    lang: str = ""
+    baseurl: str | None = None  # None: the configuration does not say
+
+
+@dataclass
+class Detected:
+    generator: str  # jekyll | hugo | mkdocs | sphinx | plain
+    pages_root: Path  # the folder whose pages are read
+    kind: str  # "source" (Jekyll source pages with front matter) | "built"
+    config_root: Path | None  # the source folder with the generator's configuration, when known
+    note: str = ""  # what the build summary says about the choice (output used instead of sources …)
+    facts: SiteFacts = field(default_factory=SiteFacts)
+
+
+def detect(root: Path) -> Detected:
+    """The generator and the folder to read for `root` (see the module docstring). SiteNeedsBuild
+    when a source folder of Markdown pages has no output."""
+    if (root / "_config.yml").is_file():
+        return _jekyll_source(root)
+    for name, reader in (("hugo", _hugo_source), ("mkdocs", _mkdocs_source), ("sphinx", _sphinx_source)):
+        found = reader(root)
+        if found is not None:
+            return found
+    return _built(root)
+
+
+def _jekyll_source(root: Path) -> Detected:
+    """Jekyll renders Markdown pages that have front matter; HTML pages with front matter are read from
+    the source as they are (their front matter is the page's metadata)."""
+    markdown = _markdown_pages(root, front_matter_only=True, skip_underscored=True)
+    if not markdown:
+        return Detected("jekyll", root, "source", root)
+    output = _jekyll_destination(root)
+    if _has_html(output):
+        return Detected("jekyll", output, "built", root,
+                        f"{len(markdown)} Markdown page(s) in the Jekyll source: reading the built site "
+                        f"'{output}' (run `jekyll build` after changing the sources)")
+    raise SiteNeedsBuild("jekyll", root, len(markdown), markdown[0])
+
+
+def _jekyll_destination(root: Path) -> Path:
+    try:
+        config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        config = None
+    destination = config.get("destination") if isinstance(config, dict) else None
+    return (root / str(destination or "_site")).resolve()
+
+
+def _hugo_source(root: Path) -> Detected | None:
+    config = next((root / n for n in HUGO_CONFIGS if (root / n).is_file()), None)
+    if config is None or not (root / "content").is_dir():
+        return None
+    data = _read_config(config)
+    output = (root / str(data.get("publishDir") or data.get("publishdir") or "public")).resolve()
+    return _source_output("hugo", root, output, root / "content")
+
+
+def _mkdocs_source(root: Path) -> Detected | None:
+    config = next((root / n for n in MKDOCS_CONFIGS if (root / n).is_file()), None)
+    if config is None:
+        return None
+    data = _read_config(config)
+    output = (root / str(data.get("site_dir") or "site")).resolve()
+    return _source_output("mkdocs", root, output, root / str(data.get("docs_dir") or "docs"))
+
+
+def _sphinx_source(root: Path) -> Detected | None:
+    if not (root / "conf.py").is_file():
+        return None
+    for candidate in ("_build/html", "_build/dirhtml", "../build/html", "../build/dirhtml", "build/html",
+                      "build/dirhtml"):
+        output = (root / candidate).resolve()
+        if _has_html(output):
+            return Detected("sphinx", output, "built", root, f"Sphinx project: reading its built output '{output}'")
+    sources = _markdown_pages(root, suffixes=(".rst", *MARKDOWN_SUFFIXES))
+    raise SiteNeedsBuild("sphinx", root, len(sources), sources[0] if sources else "index.rst")
+
+
+def _source_output(generator: str, root: Path, output: Path, content: Path) -> Detected:
+    if _has_html(output):
+        return Detected(generator, output, "built", root,
+                        f"{generator} project: reading its built output '{output}' "
+                        f"(run `{BUILD_COMMANDS[generator]}` after changing the sources)")
+    pages = _markdown_pages(content) if content.is_dir() else []
+    raise SiteNeedsBuild(generator, root, len(pages), pages[0] if pages else str(content))
+
+
+def _built(root: Path) -> Detected:
+    """Built HTML: the generator from the configuration beside it, else from the pages' generator meta."""
+    parent = root.parent
+    if (parent / "_config.yml").is_file():
+        return Detected("jekyll", root, "built", parent)
+    if any((parent / n).is_file() for n in MKDOCS_CONFIGS):
+        return Detected("mkdocs", root, "built", parent)
+    if any((parent / n).is_file() for n in HUGO_CONFIGS) and (parent / "content").is_dir():
+        return Detected("hugo", root, "built", parent)
+    for sphinx in (parent, parent.parent, parent.parent / "source"):
+        if (sphinx / "conf.py").is_file():
+            return Detected("sphinx", root, "built", sphinx)
+    if (root / "objects.inv").is_file() or (root / "_static" / "documentation_options.js").is_file():
+        return Detected("sphinx", root, "built", None)
+    return Detected(_generator_of_home(root), root, "built", None)
+
+
+_GENERATOR_META = re.compile(rb"""<meta\s[^>]*name\s*=\s*["']?generator["']?[^>]*>""", re.IGNORECASE)
+_CONTENT = re.compile(rb"""content\s*=\s*["']([^"']*)["']""", re.IGNORECASE)
+
+
+def _generator_of_home(root: Path) -> str:
+    """The generator named by the home page's `<meta name="generator">` (Hugo, MkDocs, Jekyll's SEO
+    tag, Docutils for Sphinx), else "plain"."""
+    try:
+        with open(root / "index.html", "rb") as file:
+            head = file.read(65536)
+    except OSError:
+        return "plain"
+    for tag in _GENERATOR_META.findall(head):
+        content = _CONTENT.search(tag)
+        value = content.group(1).decode("utf-8", "replace").lower() if content else ""
+        for name, marker in (("hugo", "hugo"), ("mkdocs", "mkdocs"), ("jekyll", "jekyll"), ("sphinx", "docutils"),
+                             ("sphinx", "sphinx")):
+            if marker in value:
+                return name
+    return "plain"
+
+
+def site_facts(detected: Detected) -> SiteFacts:
+    """Name, description, language and baseurl from the generator's configuration (Jekyll's is read by
+    jekyll.py with line numbers, since its errors are the owner's to fix)."""
+    root = detected.config_root
+    if root is None or detected.generator == "jekyll":
+        return SiteFacts()
+    if detected.generator == "hugo":
+        config = next((root / n for n in HUGO_CONFIGS if (root / n).is_file()), None)
+        data = _read_config(config) if config else {}
+        params = data.get("params") if isinstance(data.get("params"), dict) else {}
+        return SiteFacts(_text(data.get("title")), _text(params.get("description")),
+                         _text(data.get("languageCode") or data.get("defaultContentLanguage")),
+                         _url_path(data.get("baseURL") or data.get("baseurl")))
+    if detected.generator == "mkdocs":
+        config = next((root / n for n in MKDOCS_CONFIGS if (root / n).is_file()), None)
+        data = _read_config(config) if config else {}
+        theme = data.get("theme") if isinstance(data.get("theme"), dict) else {}
+        return SiteFacts(_text(data.get("site_name")), _text(data.get("site_description")),
+                         _text(theme.get("language")), _url_path(data.get("site_url")))
+    if detected.generator == "sphinx":
+        source = _read_text(root / "conf.py")
+        return SiteFacts(_python_string(source, "project"), "", _python_string(source, "language"))
+    return SiteFacts()
+
+
+def _python_string(source: str, name: str) -> str:
+    """A string assigned at the top level of conf.py (`project = "…"`), without running it."""
+    match = re.search(rf"""^{name}\s*=\s*(?:u|r)?(["'])(.*?)\1\s*(?:#.*)?$""", source, re.MULTILINE)
+    return match.group(2).strip() if match else ""
+
+
+def _url_path(value) -> str | None:
+    if not value or not isinstance(value, str):
+        return None
+    return urlsplit(value).path.rstrip("/") or None
+
+
+def _text(value) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+class _TolerantLoader(yaml.SafeLoader):
+    """mkdocs.yml uses tags such as !!python/name:… and !ENV: read them as plain values."""
+
+
+_TolerantLoader.add_multi_constructor("", lambda loader, suffix, node: None)
+
+
+def _read_config(path: Path) -> dict:
+    """A generator's configuration as a mapping ({} when it cannot be read: the facts are optional)."""
+    text = _read_text(path)
+    try:
+        if path.suffix == ".toml":
+            data = tomllib.loads(text)
+        elif path.suffix == ".json":
+            import json
+
+            data = json.loads(text)
+        else:
+            data = yaml.load(text, Loader=_TolerantLoader)
+    except (ValueError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _has_html(folder: Path) -> bool:
+    if not folder.is_dir():
+        return False
+    for _, dirs, files in os.walk(folder):
+        if any(name.endswith(".html") for name in files):
+            return True
+        dirs[:] = [d for d in dirs if d not in _SKIPPED_WALK]
+    return False
+
+
+def _markdown_pages(root: Path, suffixes=MARKDOWN_SUFFIXES, front_matter_only: bool = False,
+                    skip_underscored: bool = False) -> list[str]:
+    """Site-relative paths of the Markdown (or other source) pages under `root`, sorted; with
+    front_matter_only, only those starting with `---` (Jekyll copies the others as they are)."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_WALK and not d.startswith(".")
+                         and not (skip_underscored and d.startswith("_")))
+        for name in sorted(files):
+            if not name.endswith(suffixes) or (skip_underscored and name.startswith(("_", "."))):
+                continue
+            path = Path(folder) / name
+            if front_matter_only and not _starts_with_front_matter(path):
+                continue
+            found.append(path.relative_to(root).as_posix())
+    return sorted(found)
+
+
+def _starts_with_front_matter(path: Path) -> bool:
+    try:
+        with open(path, "rb") as file:
+            return re.match(rb"(\xef\xbb\xbf)?---[ \t]*\r?\n", file.read(8)) is not None
+    except OSError:
+        return False
