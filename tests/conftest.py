@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from .generated_sites.fixtures import generated_index, generated_site  # noqa: F401  (fixtures for every test file)
+
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "site"
 SHARED = Path(os.environ.get("KB_SHARED_DIR", ROOT.parent / "shared"))
