@@ -7,7 +7,7 @@ INDEX  ?= $(SITE)/_site/knowledge/v2
 QUERY  ?= 二次方程式を公式で解きたい
 SHARED ?= ../shared
 
-.PHONY: index test install install-test jekyll chromium check eval bench bench-retrieval serve report clean
+.PHONY: index test install install-test jekyll chromium generators check eval bench bench-retrieval serve report clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed-local
 
-install-test: $(VENV)/.installed-test jekyll chromium
+install-test: $(VENV)/.installed-test jekyll chromium generators
 
 # Jekyll 4 from Debian, for the tests that run a real `jekyll build`.
 jekyll:
@@ -39,6 +39,14 @@ chromium:
 	  echo "Installing Chromium (Debian packages)…"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; }
+
+# The generators of tests/generated_sites, which builds one site with each: Debian's hugo here,
+# jekyll from its target above, mkdocs, mkdocs-material and sphinx from the test extra.
+generators: $(VENV)/.installed-test jekyll
+	@command -v hugo >/dev/null 2>&1 || { \
+	  echo "Installing Hugo (Debian package)…"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq hugo >/dev/null; }
 
 index: install
 	$(BIN)/knowledge-build build --site $(SITE)
