@@ -17,6 +17,7 @@ from knowledge_build.web.chunk import WebChunk
 
 from .chat_server import ChatServer
 from .conftest import FakeEmbedder
+from .test_site_identity import MATH_SITE, with_site
 
 OFF_TOPIC = "今日の天気とサッカーの試合結果"
 CRAWLED = "2026-11-01T10:00:00+00:00"
@@ -125,6 +126,32 @@ def test_with_rag_disabled_the_model_is_asked_without_context_and_the_answer_say
     assert answer.note == NOTE_DISABLED == "retrieval disabled (rag_enabled: false)"
     text = format_answer(answer)
     assert NOTE_DISABLED in text and "参照元:" not in text
+
+
+
+def _system(chat) -> str:
+    return chat.requests[-1]["messages"][0]["content"]
+
+
+def test_the_system_prompt_names_the_site_its_manifest_names(chat, fake_index_dir, tmp_path):
+    named = with_site(fake_index_dir, tmp_path / "v2", name="Rust 入門", description="所有権から学ぶ講座", lang="ja")
+    answer = kb.ask("所有権とは", _config(chat, named), index=kb.KnowledgeIndex.open(named, FakeEmbedder()))
+    assert answer.context_used
+    assert _system(chat).startswith("あなたは『Rust 入門』（所有権から学ぶ講座）の案内役です。")
+    assert MATH_SITE not in _system(chat)
+
+
+def test_the_site_settings_win_over_the_manifest_even_when_no_index_is_opened(chat, fake_index_dir, tmp_path):
+    named = with_site(fake_index_dir, tmp_path / "v2", name="Rust 入門", description="講座", lang="ja")
+    kb.ask("所有権とは", _config(chat, named, rag_enabled=False, site_name="化学ノート"))
+    assert _system(chat).startswith("あなたは『化学ノート』（講座）の案内役です。")
+
+
+def test_an_english_site_is_asked_in_english(chat, fake_index_dir, tmp_path):
+    named = with_site(fake_index_dir, tmp_path / "v2", name="Widget Docs", description=None, lang="en")
+    kb.ask("what is a widget", _config(chat, named), index=kb.KnowledgeIndex.open(named, FakeEmbedder()))
+    assert _system(chat).startswith("You are the guide to “Widget Docs”. Answer briefly and accurately")
+    assert "\n\nSources:\n[1] " in _system(chat) and "資料" not in _system(chat)
 
 
 def test_an_off_topic_question_is_answered_without_context_and_says_so(chat, index, fake_index_dir):
@@ -249,6 +276,14 @@ def test_cli_ask_no_sources_and_chat_model(chat, fake_index_dir, fake_open):
                   "--chat-model", "local-chat")
     assert result.exit_code == 0, result.output
     assert "参照元" not in result.output and chat.requests[0]["model"] == "local-chat"
+
+
+
+def test_cli_ask_takes_the_site_description_from_the_environment(chat, fake_index_dir, fake_open):
+    result = _run("判別式とは", "--index", str(fake_index_dir), "--chat-base-url", chat.url,
+                  env={"KB_SITE_NAME": "数学ノート", "KB_SITE_DESCRIPTION": "中学・高校数学の教材サイト"})
+    assert result.exit_code == 0, result.output
+    assert _system(chat).startswith("あなたは『数学ノート』（中学・高校数学の教材サイト）の案内役です。")
 
 
 def test_cli_ask_format_json_has_the_answer_sources_context_and_retrieval(chat, fake_index_dir, fake_open):

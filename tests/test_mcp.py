@@ -60,6 +60,24 @@ def test_stdio_tools_answer_and_fail_with_exact_messages(real_index_dir, tmp_pat
     _run(session())
 
 
+
+def test_the_server_introduces_the_site_its_manifest_names_under_the_settings(real_index_dir, tmp_path):
+    from .test_site_identity import with_site
+
+    named = with_site(real_index_dir, tmp_path / "v2", name="数学ノート", description="学習ノート", lang="ja")
+    server = _stdio(named, tmp_path / "notes.sqlite")
+    server.env = {"KB_SITE_DESCRIPTION": "中学・高校数学の要点"}  # over the default environment
+
+    async def session():
+        async with Client(server) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            return client.instructions, tools["search_knowledge"].description
+
+    instructions, description = _run(session())
+    assert instructions.startswith("Search the Japanese site “数学ノート” (中学・高校数学の要点). search_knowledge ")
+    assert description.startswith("Find what the Japanese site “数学ノート” (中学・高校数学の要点) says about")
+
+
 def test_a_saved_note_survives_a_restart_until_deleted(real_index_dir, tmp_path):
     notes = tmp_path / "notes.sqlite"
 

@@ -388,6 +388,18 @@ def test_question_when_rag_is_off_is_answered_without_context_and_says_so(tmp_pa
     _in_thread(posts, ts)
 
 
+def test_a_question_is_asked_of_the_site_its_manifest_names(tmp_path, slack, fake_index_dir):
+    from .test_site_identity import MATH_SITE, with_site
+
+    named = with_site(fake_index_dir, tmp_path / "v2", name="Rust 入門", description="所有権から学ぶ講座", lang="ja")
+    with ChatServer() as chat:
+        app = slack(_config(tmp_path, chat_base_url=chat.url, chat_timeout=TIMEOUT, rag_enabled=False, index=named))
+        app.mention("所有権とは？")
+        app.api.wait_for_posts(1)
+    system = chat.requests[-1]["messages"][0]["content"]
+    assert system.startswith("あなたは『Rust 入門』（所有権から学ぶ講座）の案内役です。") and MATH_SITE not in system
+
+
 def test_a_failing_chat_model_is_answered_with_the_error(tmp_path, slack):
     with ChatServer(mode="error", status=500) as chat:
         app = slack(_config(tmp_path, chat_base_url=chat.url, chat_timeout=TIMEOUT, rag_enabled=False))

@@ -1,6 +1,7 @@
 """Grounded answers (`ask`): retrieve from the site index and the web sources, hand the results to a
 chat model (OpenAI or an OpenAI-compatible server) as context, and return its answer with the
-sources it was given.
+sources it was given. The system prompt introduces the site by its own name, description and
+language (site_identity.py), in Japanese or English.
 
 Retrieval: the site's k best results whose relevance reaches `relevance_threshold`, and, when the
 store holds web sources, its k best whose similarity reaches `similarity_threshold`, mixed by
@@ -17,6 +18,7 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 
 from ..errors import ConfigError, InputTooLarge, KnowledgeBuildError
+from .site_identity import SiteIdentity, identity_of
 
 log = logging.getLogger("knowledge_build.answer")
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -24,12 +26,31 @@ CHAT_RETRIES = 1  # one more try for a transient failure; a person is waiting fo
 TEXT_CHARS = 1500  # of each result's text in the context: a few boxes fit any model's window
 NOTE_DISABLED = "retrieval disabled (rag_enabled: false)"
 NOTE_NOTHING = "nothing relevant found"
-SYSTEM = ("あなたは中学・高校数学の教材サイトの案内役です。生徒の質問に日本語で、短く正確に答えてください。")
-WITH_CONTEXT = ("次の「資料」だけを根拠に答えてください。"
-                "資料に書かれていないことは推測せず、わからないと伝えてください。"
-                "答えの最後に参考にした資料の URL を挙げる必要はありません（システムが付けます）。\n\n資料:\n")
-WITHOUT_CONTEXT = ("このサイトの資料からは関連する内容が見つかりませんでした（{note}）。一般的な知識で答え、"
-                   "その旨を最初に一言伝えてください。")
+
+
+@dataclass(frozen=True)
+class PromptTexts:
+    """The system prompt's fixed words in one language; the first line comes from SiteIdentity."""
+    with_context: str
+    without_context: str  # {note}: why there is no context
+    heading: str
+    learns: str
+    text: str
+
+
+JAPANESE = PromptTexts(
+    with_context=("次の「資料」だけを根拠に答えてください。"
+                  "資料に書かれていないことは推測せず、わからないと伝えてください。"
+                  "答えの最後に参考にした資料の URL を挙げる必要はありません（システムが付けます）。\n\n資料:\n"),
+    without_context=("このサイトの資料からは関連する内容が見つかりませんでした（{note}）。一般的な知識で答え、"
+                     "その旨を最初に一言伝えてください。"),
+    heading="見出し", learns="学べること", text="本文")
+ENGLISH = PromptTexts(
+    with_context=("Answer from the sources below only. Do not guess what they do not say: say that you do not "
+                  "know. Do not list the sources' URLs at the end (the system adds them).\n\nSources:\n"),
+    without_context=("Nothing relevant was found in this site's material ({note}). Answer from general knowledge, "
+                     "and say so first, in a few words."),
+    heading="Heading", learns="You learn", text="Text")
 
 
 class ChatFailed(KnowledgeBuildError):
@@ -55,11 +76,11 @@ def ask(question: str, config, *, index=None, sources=None, client=None) -> Answ
     chat_base_url / OPENAI_API_KEY). Each given object stays open; those opened here are closed."""
     question = (question or "").strip()
     if not question:
-        raise KnowledgeBuildError("the question is empty. Fix: ask a question, e.g. 解の公式の使い方は？")
+        raise KnowledgeBuildError("the question is empty. Fix: ask a question about the site, as a sentence.")
     if client is None:
         client = chat_client(config)
     results, note = _retrieve(question, config, index, sources)
-    messages = build_messages(question, results, note)
+    messages = build_messages(question, results, note, identity_of(config, index))
     text = _chat(client, config.chat_model or DEFAULT_MODEL, messages)
     retrieval = [_summary(rank, r) for rank, r in enumerate(results, 1)]
     urls = list(dict.fromkeys(r["url"] for r in retrieval if r["url"]))
@@ -222,24 +243,29 @@ def _open_sources(config, searcher):
 
 # the prompt ------------------------------------------------------------------------------------
 
-def build_messages(question: str, results: list[dict], note: str | None) -> list[dict]:
-    """The system prompt (instructions and, when there are results, the context) and the question."""
+def build_messages(question: str, results: list[dict], note: str | None,
+                   site: SiteIdentity | None = None) -> list[dict]:
+    """The system prompt (who speaks for which site, the instructions and, when there are results, the
+    context; in the site's language, Japanese when unknown) and the question."""
+    site = site or SiteIdentity()
+    words = JAPANESE if site.japanese else ENGLISH
+    system = site.introduction() + "\n"
     if results:
-        system = SYSTEM + "\n" + WITH_CONTEXT + "\n\n".join(_context_block(n, r) for n, r in enumerate(results, 1))
+        system += words.with_context + "\n\n".join(_context_block(n, r, words) for n, r in enumerate(results, 1))
     else:
-        system = SYSTEM + "\n" + WITHOUT_CONTEXT.format(note=note or NOTE_NOTHING)
+        system += words.without_context.format(note=note or NOTE_NOTHING)
     return [{"role": "system", "content": system}, {"role": "user", "content": question}]
 
 
-def _context_block(number: int, result: dict) -> str:
+def _context_block(number: int, result: dict, words: PromptTexts) -> str:
     lines = [f"[{number}] {result.get('title') or ''}", f"URL: {_url(result)}"]
     heading = " › ".join([*result.get("parents", []), result.get("heading") or ""]).strip(" ›")
     if heading:
-        lines.append(f"見出し: {heading}")
+        lines.append(f"{words.heading}: {heading}")
     if result.get("learns"):
-        lines.append("学べること: " + " / ".join(result["learns"]))
+        lines.append(f"{words.learns}: " + " / ".join(result["learns"]))
     text = str(result.get("text") or result.get("excerpt") or "").strip()
-    lines.append("本文: " + (text[:TEXT_CHARS] + "…" if len(text) > TEXT_CHARS else text))
+    lines.append(f"{words.text}: " + (text[:TEXT_CHARS] + "…" if len(text) > TEXT_CHARS else text))
     return "\n".join(lines)
 
 

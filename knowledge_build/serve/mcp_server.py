@@ -20,21 +20,41 @@ import knowledge_build as kb
 MAX_TOP_K = 50  # results per search call; larger top_k values are clamped to it
 DEFAULT_CONCEPTS, MAX_CONCEPTS = 100, 500  # list_concepts page size; larger limits are clamped
 
+# {site}: SiteIdentity.label(), e.g. the Japanese site “数学ノート” (…), from the manifest and the settings
 INSTRUCTIONS = (
-    "Search a Japanese mathematics teaching site. search_knowledge finds the boxes (rules, methods, "
-    "definitions, examples, tips) that answer a question and links straight to them; tell the student "
-    "what they will learn there (learns). save_knowledge / knowledge_import keep your own notes and "
-    "documents, knowledge_query searches them."
+    "Search {site}. search_knowledge finds the boxes (rules, methods, definitions, examples, tips) and the "
+    "sections and tables that answer a question and links straight to them; tell the reader what they will "
+    "learn there (learns). save_knowledge / knowledge_import keep your own notes and documents, "
+    "knowledge_query searches them."
 )
+SEARCH_DESCRIPTION = """Find what {site} says about a question (Japanese, kana, romaji or English).
+
+Returns results best first with url (a link to the exact box, from the site root),
+absolute_url (the same on the site's host, when known), title, learns (what the reader
+learns there), excerpt, similarity (0-1), relevance (calibrated 0-1) and relevant (true
+when relevance >= 0.5), type (rule, method, definition, example, tip; section: a page's text
+under a heading, linked to the heading; table: rows of a table with its header), source (database
+or artifacts) and locations (other pages teaching the same concept). Top-level `relevant`
+is false when no result is relevant: the site has nothing on the question, do not cite
+these results. min_relevance (0-1, e.g. 0.5) drops results below it.
+Filters: type, category (id or the name the site gives it), material (page name or
+title), level (基礎, 標準, 発展). A filter value the site does not have is an error naming
+the values it has. include_sources (default: true when web sources are stored, and no filter
+is given) mixes chunks of crawled web pages into the list (source "web", source_url, heading)."""
 
 
-def create_server(service, notes, sources=None, crawl_settings=None):
+def create_server(service, notes, sources=None, crawl_settings=None, site=None):
     """An MCPServer over a SearchService (site chunks), a NoteStore (writable knowledge) and, when
-    given, a SourceStore (web pages: the source tools, and web chunks mixed into search_knowledge)."""
+    given, a SourceStore (web pages: the source tools, and web chunks mixed into search_knowledge).
+    `site`: the SiteIdentity its instructions and search tool name; default: the one the service's
+    manifest gives (serve() adds the settings)."""
     from .mcp_sources import register_source_tools
+    from .site_identity import identity_of
 
-    server = _strict_server_class()("knowledge-build", instructions=INSTRUCTIONS, version=kb.__version__)
-    _register_search(server, service, sources)
+    label = (site or identity_of(None, service)).label()
+    server = _strict_server_class()("knowledge-build", instructions=INSTRUCTIONS.format(site=label),
+                                    version=kb.__version__)
+    _register_search(server, service, sources, SEARCH_DESCRIPTION.format(site=label))
     _register_chunk_tools(server, service)
     _register_note_tools(server, notes)
     _register_document_tools(server, notes)
@@ -44,30 +64,15 @@ def create_server(service, notes, sources=None, crawl_settings=None):
     return server
 
 
-def _register_search(server, service, sources) -> None:
+def _register_search(server, service, sources, description: str) -> None:
     """search_knowledge: the site's chunks, with web chunks mixed in when a source store is given."""
     from .mcp_sources import mixed, web_results
     from .retrieval_log import log_retrieval
 
-    @server.tool()
+    @server.tool(description=description)  # SEARCH_DESCRIPTION, naming the site
     def search_knowledge(query: str, top_k: int = 5, type: str | None = None, category: str | None = None,
                          material: str | None = None, level: str | None = None, min_relevance: float | None = None,
                          include_sources: bool | None = None):
-        """Find the knowledge boxes that answer a question (Japanese, kana, romaji or English).
-
-        Returns results best first with url (a link to the exact box, from the site root),
-        absolute_url (the same on the site's host, when known), title, learns (what the student
-        learns there), excerpt, similarity (0-1), relevance (calibrated 0-1) and relevant (true
-        when relevance >= 0.5), type (rule, method, definition, example, tip; section: a page's text
-        under a heading, linked to the heading; table: rows of a table with its header), source (database
-        or artifacts) and locations (other pages teaching the same concept). Top-level `relevant`
-        is false when no result is relevant: the site has nothing on the question, do not cite
-        these results. min_relevance (0-1, e.g. 0.5) drops results below it.
-        Filters: type, category (id or the site's name, e.g. equations), material (page name or
-        title), level (基礎, 標準, 発展). A filter value the site does not have is an error naming
-        the values it has. include_sources (default: true when web sources are stored, and no filter
-        is given) mixes chunks of crawled web pages into the list (source "web", source_url, heading).
-        """
         if not query or not query.strip():
             return _error("query is required")
         if min_relevance is not None and not 0 <= min_relevance <= 1:
@@ -90,7 +95,7 @@ def _register_chunk_tools(server, service) -> None:
     """get_chunk_by_id and list_concepts: one chunk whole, the chunks a page at a time."""
     @server.tool()
     def get_chunk_by_id(id: str):
-        """The full knowledge box for an id like '二次方程式#rule-quadratic-formula' (content, learns, url…)."""
+        """The full knowledge box for an id as search_knowledge gives it, 'material#anchor' (content, learns, url…)."""
         if not id or not id.strip():
             return _error("id is required")
         try:
@@ -259,6 +264,7 @@ def serve(config, transport: str = "stdio", host: str = "127.0.0.1", port: int =
     from .mcp_transport import run_http, run_stdio
     from .retrieval_log import enable
     from .service import service_for
+    from .site_identity import identity_of
 
     enable(config.debug_log)
     index = kb.open_search(config, use_database=False)
@@ -267,7 +273,7 @@ def serve(config, transport: str = "stdio", host: str = "127.0.0.1", port: int =
     notes = (kb.NoteStore(index.embedder, None, target) if is_database_url(target)
              else kb.NoteStore(index.embedder, Path(target)))
     sources = SourceStore(index.embedder, target)
-    server = create_server(service, notes, sources, crawler_settings(config))
+    server = create_server(service, notes, sources, crawler_settings(config), identity_of(config, index))
     if transport == "http":
         run_http(server, host, port, token, allowed_hosts)
     else:
