@@ -10,6 +10,7 @@ from lxml import html as lxml_html
 from .generated_sites.chrome import FOOTER_SENTENCE, SENTINELS, chrome_in
 from .generated_sites.content import Admonition, Heading, Paragraph, plain_text
 from .generated_sites.fixtures import SITE_PARAMS
+from .generated_sites.hits import is_hit, load_queries
 from .generated_sites.pages import BY_PATH, PAGES
 
 pytestmark = pytest.mark.generators
@@ -62,6 +63,38 @@ def test_every_page_carries_the_theme_chrome_the_acceptance_test_looks_for(gener
     assert [p for p, t in texts.items() if FOOTER_SENTENCE not in t] == []
     assert [s for s in SENTINELS[site.generator] if not any(s in t for t in texts.values())] == []
     assert all(chrome_in(t, site.generator) for t in texts.values())
+
+
+@each_generator
+def test_each_question_s_place_in_the_built_page_is_a_hit_for_it(generated_site):
+    """is_hit on the real output: a link to the labelled heading as this generator wrote it (its id,
+    on the heading or on the section around it, else a text directive) is a hit; the same link on the
+    page with the same file name in the other folder is not."""
+    site = generated_site
+    for label in load_queries():
+        url = _link_to(site, label.page, label.heading)
+        assert is_hit(url, "", [], label, site), (label, url)
+        twin = {"guide/setup": "reference/setup", "reference/setup": "guide/setup"}.get(label.page)
+        if twin:
+            assert not is_hit(site.url_of(twin) + "#" + url.partition("#")[2], "", [], label, site)
+
+
+def _link_to(site, page: str, heading: str) -> str:
+    from urllib.parse import quote
+
+    from .generated_sites.content import Heading
+
+    blocks = BY_PATH[page].blocks
+    if heading not in [b.text for b in blocks if isinstance(b, Heading)]:  # an admonition: its section
+        titles = [b.title for b in blocks if isinstance(b, Admonition)]
+        if heading not in titles:
+            return site.url_of(page)  # the page's title
+        before = blocks[:[getattr(b, "title", None) for b in blocks].index(heading)]
+        heading = next(b.text for b in reversed(before) if isinstance(b, Heading))
+    tree = lxml_html.fromstring(site.file(page).read_bytes())
+    element = next(h for h in tree.iter("h2", "h3") if " ".join(h.text_content().replace("¶", "").split()) == heading)
+    id_ = element.get("id") or element.getparent().get("id")
+    return site.url_of(page) + "#" + (quote(id_) if id_ else ":~:text=" + quote(heading))
 
 
 @pytest.mark.parametrize("generator", list(SENTINELS))
