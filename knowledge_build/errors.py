@@ -34,6 +34,10 @@ class SectionsUnavailable(KnowledgeBuildError):
                          "or 'sections: off' in knowledge.yml).")
 
 
+class PagesSkipped(KnowledgeBuildError):
+    """No page, or most of the site's pages, gave no chunk: the set would not be the site."""
+
+
 class BuildFailed(KnowledgeBuildError):
     """The site has errors that make the output untrustworthy; nothing was written."""
 

@@ -75,9 +75,13 @@ def test_manifest_records_embedder_counts_and_checksums(built):
                                     "query_prefix": "query: ", "passage_prefix": "passage: "}
     assert manifest["counts"]["chunks"] == len(built.chunks)
     assert set(manifest["files"]) == {"knowledge_chunks.json", "vectors.faiss", "lexical.json"}
-    assert manifest["site"] == {"url": "https://example.github.io", "baseurl": "/math-note",
-                                "categories": {"numbers": "数と式", "equations": "方程式", "functions": "関数",
-                                               "geometry": "図形と計量"}}
+    site = manifest["site"]
+    assert {k: site.pop(k) for k in ("name", "description")} == {
+        "name": "数学ノート", "description": "中学・高校数学の要点を「知識ボックス」単位で整理した学習ノート"}
+    assert site.pop("pages") == {"found": 11, "indexed": 10}  # the home page is a list of links
+    assert site == {"url": "https://example.github.io", "baseurl": "/math-note", "generator": "jekyll",
+                    "categories": {"numbers": "数と式", "equations": "方程式", "functions": "関数",
+                                   "geometry": "図形と計量"}}
 
 
 def test_a_changed_byte_is_refused_with_a_rebuild_hint(built):

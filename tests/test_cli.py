@@ -64,12 +64,15 @@ def test_build_json_output_is_machine_readable(site_dir, monkeypatch):
     from .conftest import FakeEmbedder
 
     original = knowledge_build.build
-    monkeypatch.setattr(knowledge_build, "build", lambda config, progress=False: original(config, embedder=FakeEmbedder()))
+    monkeypatch.setattr(knowledge_build, "build", lambda config, progress=False, strict=False:
+                        original(config, embedder=FakeEmbedder(), strict=strict))
     result = CliRunner().invoke(main, ["build", "--site", str(site_dir), "--format", "json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["chunks"] == 159 and summary["embedded"] == 159 and summary["cached"] == 0
     assert summary["output"] == str(site_dir / "_site" / "knowledge" / "v2")
+    assert summary["pages"] == {"generator": "jekyll", "found": 11, "indexed": 10, "skipped": [
+        {"path": "index.html", "reason": "no main content (no text outside navigation, or only lists of links)"}]}
 
 
 def test_search_without_query_or_queries_is_a_usage_error(tmp_path):

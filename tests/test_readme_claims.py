@@ -63,13 +63,26 @@ def test_build_into_a_directory_that_does_not_exist_yet_creates_it(site_dir, fak
     assert json.loads(result.stdout)["output"] == str(target) and (target / "manifest.json").is_file()
 
 
-def test_two_pages_with_the_same_file_name_fail_the_build_and_write_nothing(site_dir, fake_cli):
+def test_two_pages_with_the_same_file_name_are_named_by_their_paths(site_dir, fake_cli):
     shutil.copy(site_dir / "junior" / "一次方程式.html", site_dir / "senior" / "一次方程式.html")
+    result = fake_cli.invoke(main, ["build", "--site", str(site_dir), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    chunks = json.loads((site_dir / "_site" / "knowledge" / "v2" / "manifest.json").read_text(encoding="utf-8"))
+    assert chunks["counts"]["materials"] == 11
+
+
+def test_two_pages_with_the_same_path_fail_the_build_and_write_nothing(site_dir, fake_cli):
+    # 一次方程式.html twice: the file name is not unique, so both pages are named by their paths,
+    # and junior/一次方程式/index.html's path is junior/一次方程式 too
+    shutil.copy(site_dir / "junior" / "一次方程式.html", site_dir / "senior" / "一次方程式.html")
+    (site_dir / "junior" / "一次方程式").mkdir()
+    shutil.copy(site_dir / "junior" / "一次方程式.html", site_dir / "junior" / "一次方程式" / "index.html")
     result = fake_cli.invoke(main, ["build", "--site", str(site_dir)])
     assert result.exit_code == 1
     _no_traceback(result)
-    assert "error: [duplicate-material] material name '一次方程式' is also used by" in result.output
-    assert "Fix: rename one of the two files" in result.output
+    assert "error: [duplicate-page] pages 'junior/一次方程式/index.html' and 'junior/一次方程式.html' both get the " \
+           "page id 'junior/一次方程式'" in result.output
+    assert "Fix: rename or remove one of the two" in result.output
     assert not (site_dir / "_site").exists()
 
 

@@ -21,12 +21,12 @@ def coverage(config: Config, index_dir: Path | None = None) -> dict:
     result = check_site(config)
     extraction = result.extraction
     findings = Counter((d.path, d.severity) for d in result.diagnostics)
-    chunks_by_material: dict[str, list] = {}
+    chunks_by_page: dict[str, list] = {}  # by the file each chunk came from: two index.html are two pages
     for chunk in extraction.chunks:
-        chunks_by_material.setdefault(chunk.material, []).append(chunk)
+        chunks_by_page.setdefault(chunk.source_path, []).append(chunk)
     rows = []
     for page in extraction.pages:
-        chunks = chunks_by_material.get(page.material, [])
+        chunks = chunks_by_page.get(page.rel, [])
         if not page.elements and not page.unanchored and not chunks:
             continue
         types = Counter(c.type for c in chunks)

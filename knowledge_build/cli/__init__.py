@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -76,25 +77,40 @@ def _log_to_stderr() -> None:
 @click.option("--dense-index", type=click.Choice(["auto", "exact", "ivf"]),
               help="Schema 2: exact search, inverted lists (approximate), or auto (IVF above exact_max_rows chunks). "
                    "Default: auto.")
+@click.option("--strict", is_flag=True, help="Fail when any page is skipped (a generator's own search, index "
+              "and 404 pages excepted). Without it the build fails only when most pages are skipped.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("-v", "--verbose", is_flag=True, help="Also print informational diagnostics.")
+@click.option("-v", "--verbose", is_flag=True, help="Also print informational diagnostics and every skipped page.")
 @PROGRESS_OPTION
 @fail_on_library_errors
 def build(site, output, baseurl, embedder, embedding_model, embedding_dimensions, base_url, batch_size,
-          embedding_timeout, cache_dir, sections, artifact_schema, dense_index, fmt, verbose, progress):
-    """Scan the site, embed new or changed chunks, and write the artifact set."""
+          embedding_timeout, cache_dir, sections, artifact_schema, dense_index, strict, fmt, verbose, progress):
+    """Scan the site, embed new or changed chunks, and write the artifact set.
+
+    SITE may be a Jekyll source folder, a Hugo, MkDocs or Sphinx project (its built output is read),
+    or a built site of any generator (_site, public, site, _build/html) or a plain folder of HTML."""
     config = kb.load_config(site=site, output=output, baseurl=baseurl, embedder=embedder,
                             embedding_model=embedding_model, embedding_dimensions=embedding_dimensions,
                             base_url=base_url, batch_size=batch_size, embedding_timeout=embedding_timeout,
                             cache_dir=cache_dir, sections=sections, artifact_schema=artifact_schema,
                             dense_index=dense_index)
-    result = kb.build(config, progress=show_progress(progress, fmt))
+    result = kb.build(config, progress=show_progress(progress, fmt), strict=strict)
     print_diagnostics(result.diagnostics, verbose)
     summary = _build_summary(result)
     if fmt == "json":
         click.echo(json.dumps(summary, ensure_ascii=False, indent=2))
         return
+    if result.note:
+        click.echo(f"Note: {result.note}.")
     types = ", ".join(f"{n} {t}" for t, n in sorted(summary["by_type"].items()))
+    pages = summary["pages"]
+    if pages:
+        reasons = Counter(s["reason"] for s in pages["skipped"])
+        skipped = "; ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
+        click.echo(f"{pages['generator']} site: {pages['found']} pages found, {pages['indexed']} indexed"
+                   + (f", {len(pages['skipped'])} skipped ({skipped})" if pages["skipped"] else "") + ".")
+        for entry in pages["skipped"] if verbose else ():
+            click.echo(f"  skipped {entry['path']}: {entry['reason']}")
     click.echo(f"{summary['chunks']} chunks from {summary['materials']} materials ({types}).")
     click.echo(f"Embedded {summary['embedded']} new or changed chunks; {summary['cached']} came from the cache.")
     click.echo(f"Wrote {summary['output']} (build {summary['build_id']}) in {summary['seconds']:.1f} s.")
@@ -112,6 +128,8 @@ def _build_summary(result) -> dict:
         "cached": result.embed_stats.cached,
         "warnings": sum(d.severity == "warning" for d in result.diagnostics),
         "seconds": round(result.seconds, 3),
+        "pages": result.pages,
+        **({"note": result.note} if result.note else {}),
     }
 
 

@@ -95,7 +95,7 @@ def parts_recipe() -> str:
 
 @lru_cache(maxsize=1)
 def _code_digest() -> str:
-    package = Path(__file__).parent
+    package = Path(__file__).parent.parent  # the whole knowledge_build package, not html/ alone
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")

@@ -26,7 +26,7 @@ from ..errors import KnowledgeBuildError
 
 log = logging.getLogger("knowledge_build.build")
 MEMO_DIR = "builds"
-_SHAPING = ("baseurl", "sections", "box_classes", "exclude", "missing_id", "prefix_mismatch", "artifact_schema",
+_SHAPING = ("baseurl", "sections", "box_classes", "boxes", "exclude", "missing_id", "prefix_mismatch", "artifact_schema",
             "dense_index", "exact_max_rows", "embedder", "embedding_model", "embedding_dimensions", "base_url")
 
 
@@ -41,7 +41,8 @@ def inputs_digest(config, site, pages: list[Path], embedder_info: dict | None, l
     digest.update(json.dumps({"settings": {k: _plain(getattr(config, k)) for k in _SHAPING},
                               "embedder": embedder_info, "code": _code_digest(),
                               "slugs": slug_recipe(),  # the shipped glossary names section chunks
-                              "site_diagnostics": sorted(d.format() for d in site.diagnostics)},
+                              "site_diagnostics": sorted(d.format() for d in site.diagnostics),
+                              "skipped": site.skipped},
                              sort_keys=True).encode())
     files = list(pages) + sorted(site.root.glob("_config*.yml"))
     data = site.root / "_data"
@@ -67,8 +68,8 @@ def memo_path(cache_dir: Path, output: Path) -> Path:
     return Path(cache_dir) / MEMO_DIR / (hashlib.sha256(str(output).encode()).hexdigest()[:24] + ".json")
 
 
-def recall(cache_dir: Path, output: Path, digest: str) -> tuple[str, list[Diagnostic]] | None:
-    """(build id, diagnostics) of the last build of `output` from these inputs, if its set is intact."""
+def recall(cache_dir: Path, output: Path, digest: str) -> tuple[str, list[Diagnostic], dict] | None:
+    """(build id, diagnostics, page summary) of the last build of `output` from these inputs, if its set is intact."""
     from .files import check_size
     from .verify import load_manifest
 
@@ -81,20 +82,21 @@ def recall(cache_dir: Path, output: Path, digest: str) -> tuple[str, list[Diagno
             return None
         for name, entry in manifest["files"].items():
             check_size(output, name, entry["size"])
-        return memo["build_id"], [Diagnostic(**d) for d in memo["diagnostics"]]
+        return memo["build_id"], [Diagnostic(**d) for d in memo["diagnostics"]], memo.get("pages") or {}
     except (OSError, ValueError, KeyError, TypeError, KnowledgeBuildError) as exc:  # any doubt: a full build
         log.debug("no reusable build for %s (%s)", output, exc)
         return None
 
 
-def remember(cache_dir: Path, output: Path, digest: str, build_id: str, diagnostics: list[Diagnostic]) -> None:
+def remember(cache_dir: Path, output: Path, digest: str, build_id: str, diagnostics: list[Diagnostic],
+             pages: dict | None = None) -> None:
     from ..fsutil import atomic_write
 
     path = memo_path(cache_dir, output)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, json.dumps({"inputs": digest, "build_id": build_id, "output": str(output),
-                                       "diagnostics": [asdict(d) for d in diagnostics]},
+                                       "diagnostics": [asdict(d) for d in diagnostics], "pages": pages or {}},
                                       ensure_ascii=False, sort_keys=True).encode("utf-8"))
     except OSError as exc:  # the memo only saves time
         log.warning("could not record the build in %s (%s); the next build runs in full", path, exc)

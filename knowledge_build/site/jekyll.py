@@ -10,7 +10,9 @@ page's permalink and material name (identity.py).
 from __future__ import annotations
 
 import fnmatch
+import html
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +50,7 @@ class Site:
     lang: str = ""  # the site's language from its configuration ("" unknown: the pages' <html lang>)
     materials: dict = field(default_factory=dict)  # rel -> material name (identity.py), set by find_pages
     skipped: list = field(default_factory=list)  # (rel, reason): pages found and not read (find_pages)
+    title_suffix: str = ""  # `| Site name` ending the built pages' <title>s, taken off page titles (titled)
 
     @property
     def default_index_dir(self) -> Path:
@@ -317,3 +320,27 @@ def source_page_for(site: Site, rel: Path) -> Path | None:
         return None
     candidate = site.source_root / rel
     return candidate if candidate.is_file() else None
+
+
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+TITLE_SAMPLE = 200  # pages whose <title> decides the site-name suffix
+
+
+def title_suffix(site: Site, pages: list[Path]) -> str:
+    """The site name built pages' titles end with (`Page | Site`, Sphinx's `Page — Project 1.0
+    documentation`): shared by most of a sample of titles (main_content.site_name_suffix), else the
+    configured name. Source pages take their titles from front matter: none."""
+    from ..html.main_content import site_name_suffix
+
+    if site.kind != "built":
+        return ""
+    titles = []
+    for path in pages[:: max(1, len(pages) // TITLE_SAMPLE)][:TITLE_SAMPLE]:
+        try:
+            with open(path, "rb") as file:
+                match = _TITLE.search(file.read(65536))
+        except OSError:
+            continue
+        if match:
+            titles.append(html.unescape(re.sub(r"<[^>]+>", "", match.group(1).decode("utf-8", "replace"))))
+    return site_name_suffix(titles) or site.name

@@ -51,6 +51,7 @@ class Page:
     unreadable: bool = False  # the file could not be read or decoded: nothing else is known
     parts: list = field(default_factory=list)  # sections.Part: every section and table (`sections` not off)
     redirect: bool = False  # a <meta http-equiv="refresh"> stub that sends the reader elsewhere
+    lang: str = ""  # <html lang>'s primary subtag ("ja", "en"), "" when the page does not say
 
 
 def page_diagnostic(page, line, col, severity, rule, message, fix="") -> Diagnostic:

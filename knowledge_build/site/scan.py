@@ -17,6 +17,7 @@ import lxml.html
 
 from ..html.box_text import box_title, clean, descendants, display_title, node_text, strip_emoji
 from ..html.blocks import HEADINGS
+from ..html.main_content import page_language, strip_site_name
 from ..kinds import BY_TYPE, KNOWLEDGE_ID, type_of_id
 from ..text.tex import readable
 from .front_matter import front_matter_from_source, split_front_matter
@@ -44,7 +45,8 @@ def scan_page(site: Site, path: Path, box_classes=(), sections: str = "off", box
         front_matter_from_source(page, source)
     page.url_path = permalink(site, rel, page.front_matter)
     if body.strip():
-        _scan_html(page, body, offset, tuple(box_classes), sections != "off" and site.kind, tuple(boxes))
+        _scan_html(page, body, offset, tuple(box_classes), sections != "off" and site.kind, tuple(boxes),
+                   site.title_suffix)
     if page.elements and site.kind == "source" and not page.has_front_matter:
         page.diagnostics.append(page_diagnostic(page, 1, 1, "warning", "no-front-matter",
                                       "page has knowledge elements but no front matter, so Jekyll copies it "
@@ -88,7 +90,7 @@ def _document(body: str, parser):
 
 
 def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...], parts_of: str = "",
-               box_selectors: tuple = ()) -> None:
+               box_selectors: tuple = (), site_name: str = "") -> None:
     """Elements (and, when `parts_of` names the site's kind, parts) of the page's HTML.
 
     A box is an element with a box class (`box_classes`) or one that a `boxes` selector picks (an
@@ -105,13 +107,20 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
         return
     stopped = _parser_messages(page, parser.error_log, offset)
     if not page.front_matter.get("title"):
-        page.title = clean(" ".join(root.xpath("//title//text() | (//h1)[1]//text()")))
+        titles = root.xpath("//title//text()")
+        title = clean(" ".join(titles)) if titles else ""
+        page.title = strip_site_name(title, site_name) if title and site_name else \
+            title or clean(" ".join(root.xpath("(//h1)[1]//text()")))
     page.redirect = bool(_REFRESH(root))
+    page.lang = page_language(root)
     selected = selected_boxes(root, box_selectors)
     seen: dict[str, int] = {}
     box_lines: list[int] = []
     counted = [0, 0]  # knowledge ids, box class names: what the cheap lost-box check compares
-    anchored = set()  # every box that is a knowledge element: sections leave their text to them
+    # every box that is a knowledge element (sections leave their text to it) -> whether it is an
+    # anchored box by id (`sections: unanchored` then leaves its section out) or a box by selector,
+    # whose section's own text stays a section chunk
+    anchored: dict = {}
     for node in root.iter():
         if not isinstance(node.tag, str):
             continue
@@ -135,7 +144,7 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
         if kind and not boxes and _inside(node, anchored):
             continue  # a definition list inside a box is part of the box
         if knowledge_id or (kind and not boxes):
-            anchored.add(node)
+            anchored[node] = knowledge_id
             element = (_element(page, node, node_id, line, boxes) if knowledge_id
                        else _selected_element(page, node, kind, line, seen))
             if element is None:
@@ -161,7 +170,7 @@ _RAW = re.compile(r"\{%-?\s*(end)?raw\s*-?%\}")
 _RAW_BLOCK = re.compile(r"\{%-?\s*raw\s*-?%\}.*?\{%-?\s*endraw\s*-?%\}", re.DOTALL)
 
 
-def _parts(page: Page, root, anchored: set, offset: int, body: str, source: bool, boxes: str = "") -> list:
+def _parts(page: Page, root, anchored: dict, offset: int, body: str, source: bool, boxes: str = "") -> list:
     """The page's section and table parts. Liquid in a Jekyll source page's text ({{ site.x }},
     {% for %}) is template code: what a reader sees exists only after Jekyll renders it, so such a
     page has no parts from its source (an info says so). Liquid in attributes (href="{{ … }}") does
@@ -308,7 +317,7 @@ def selected_boxes(root, box_selectors: tuple) -> dict:
     return found
 
 
-def _inside(node, boxes: set) -> bool:
+def _inside(node, boxes) -> bool:
     return any(parent in boxes for parent in node.iterancestors())
 
 
@@ -333,11 +342,14 @@ def _selected_element(page: Page, node, kind: str, line: int, seen: dict) -> Kno
         label_text = clean(node_text(label_nodes[0]))
         body = clean(text[len(label_text):] if text.startswith(label_text) else text)
     elif node.tag == "dl":
-        label_text, body = "・".join(clean(node_text(dt)) for dt in node.iter("dt"))[:60], text
+        label_text = body = "・".join(clean(node_text(dt)) for dt in node.iter("dt"))[:60]
     else:
-        label_text, body = box_title(node), text
-    title = label_text if len(label_text) > SHORT_TITLE else \
-        (f"{label_text}：{readable(body[:30])}" if label_text else readable(body[:30]))
+        label_text = box_title(node)
+        body = clean(text[len(label_text):]) if label_text and text.startswith(label_text) else text
+    if node.tag == "dl" or len(label_text) > SHORT_TITLE:  # a definition list is titled by its terms
+        title = label_text or readable(text[:30])
+    else:
+        title = f"{label_text}：{readable(body[:30])}" if label_text else readable(body[:30])
     inside = list(descendants(node))
     return KnowledgeElement(
         id=anchor, type=kind, title=title, text=text, line=line, box_class="",
