@@ -40,6 +40,7 @@ class Extraction:
     chunks: list[Chunk]
     diagnostics: list[Diagnostic] = field(default_factory=list)
     summary: dict = field(default_factory=dict)  # pages found, indexed and skipped with why (page_summary)
+    foreign: frozenset = frozenset()  # pages (rel) whose <html lang> is not Japanese: analysed by their words
 
 
 @dataclass
@@ -71,7 +72,7 @@ def extract(config: Config, slugs: TokenCache | None = None, keep_pages: bool = 
     maker, pages, page_diagnostics, reasons = ChunkMaker(site, config.sections), [], [], {}
     paths = find_pages(site)
     site.title_suffix = title_suffix(site, paths)
-    languages = Counter()
+    languages, foreign = Counter(), set()
     # closing(): an error ends the section memory at once
     with closing(_scan_pages(site, paths, config, slugs)) as scanned, \
             Progress("reading pages", len(paths), "page", progress) as bar:
@@ -79,6 +80,8 @@ def extract(config: Config, slugs: TokenCache | None = None, keep_pages: bool = 
             bar.update()
             reasons[page.rel] = _unindexed_reason(page, config.sections)
             languages[page.lang] += bool(page.lang)
+            if page.lang and page.lang != "ja":
+                foreign.add(page.rel)
             maker.add(page)
             page_diagnostics += page.diagnostics
             if keep_pages:
@@ -87,7 +90,7 @@ def extract(config: Config, slugs: TokenCache | None = None, keep_pages: bool = 
     site.lang = site.lang or next((lang for lang, n in languages.most_common(1) if n), "")
     diagnostics = site.diagnostics + page_diagnostics + chunk_set.diagnostics
     summary = page_summary(site, reasons, chunk_set.chunks)
-    return Extraction(site, pages, chunk_set.chunks, diagnostics, summary)
+    return Extraction(site, pages, chunk_set.chunks, diagnostics, summary, frozenset(foreign))
 
 
 def _unindexed_reason(page: Page, sections: str) -> str:
@@ -169,15 +172,34 @@ def lexical_text(chunk: Chunk) -> str:
                     f"{' '.join(chunk.learns)}\n{retrieval_content(chunk.content)}")
 
 
-def lexical_fields(chunks: list[Chunk], cache: TokenCache | None = None) -> dict[str, list[list[str]]]:
+def lexical_fields(chunks: list[Chunk], cache: TokenCache | None = None,
+                   foreign: frozenset[str] = frozenset()) -> dict[str, list[list[str]]]:
     """Per field, per chunk (row i = chunk i), the tokens of title, learns and content.
-    With a cache, only texts it has not seen under this ANALYZER are analysed."""
-    analyzed = analyze_cached([lexical_text(c) for c in chunks], analyze_box, ANALYZER, FIELDS, cache)
+    With a cache, only texts it has not seen under this ANALYZER are analysed. `foreign`: the pages
+    (source paths) in another language than Japanese, analysed by their words (analyze_plain)."""
+    analyzed = _analyzed(chunks, cache, foreign)
     return {name: [a[name] for a in analyzed] for name in FIELDS}
 
 
+def _analyzed(chunks: list[Chunk], cache: TokenCache | None, foreign: frozenset[str]) -> list[dict]:
+    """Each chunk's tokens in order: Japanese ones by analyze_box, those of `foreign` pages by analyze_plain."""
+    from .text.ja import PLAIN_ANALYZER, analyze_plain
+
+    texts = [lexical_text(c) for c in chunks]
+    if not foreign or not any(c.source_path in foreign for c in chunks):
+        return analyze_cached(texts, analyze_box, ANALYZER, FIELDS, cache)
+    rows = {False: [], True: []}
+    for row, chunk in enumerate(chunks):
+        rows[chunk.source_path in foreign].append(row)
+    out: list = [None] * len(chunks)
+    for plain, (analyze, name) in ((False, (analyze_box, ANALYZER)), (True, (analyze_plain, PLAIN_ANALYZER))):
+        for row, tokens in zip(rows[plain], analyze_cached([texts[r] for r in rows[plain]], analyze, name, FIELDS, cache)):
+            out[row] = tokens
+    return out
+
+
 def lexical_postings(chunks: list[Chunk], cache: TokenCache | None = None, batch: int = 2000,
-                     progress: bool = False):
+                     progress: bool = False, foreign: frozenset[str] = frozenset()):
     """The postings of every chunk's lexical tokens (row i = chunk i), analysed (or read from the cache)
     a batch at a time and folded in, so the build never holds every chunk's token lists at once."""
     from .index.postings import PostingsBuilder
@@ -187,7 +209,7 @@ def lexical_postings(chunks: list[Chunk], cache: TokenCache | None = None, batch
     with Progress("indexing words", len(chunks), "chunk", progress) as bar:
         for start in range(0, len(chunks), batch):
             part = chunks[start:start + batch]
-            for tokens in analyze_cached([lexical_text(c) for c in part], analyze_box, ANALYZER, FIELDS, cache):
+            for tokens in _analyzed(part, cache, foreign):
                 builder.add(tokens)
             bar.update(len(part))
     return builder.finish(np.array([c.type not in PART_TYPES for c in chunks], dtype=bool))
@@ -225,10 +247,11 @@ def build(config: Config, embedder=None, progress: bool = False, strict: bool = 
                  "pages": {k: extraction.summary[k] for k in ("found", "indexed")}}
     with TokenCache(Path(config.cache_dir) / TOKENS_FILE) as token_cache:
         if config.artifact_schema == 1:
-            artifacts = assemble(chunks, vectors, lexical_fields(chunks, token_cache), ANALYZER, describe(embedder),
+            artifacts = assemble(chunks, vectors, lexical_fields(chunks, token_cache, extraction.foreign), ANALYZER,
+                                 describe(embedder),
                                  site_info)
         else:
-            postings = lexical_postings(chunks, token_cache, progress=progress)
+            postings = lexical_postings(chunks, token_cache, progress=progress, foreign=extraction.foreign)
             artifacts = assemble_v2(chunks, vectors, postings, ANALYZER, describe(embedder), site_info,
                                     config.dense_index, config.exact_max_rows, Path(config.cache_dir))
     write_artifacts(artifacts, output)  # ArtifactWriteFailed (previous set untouched) on any OS error

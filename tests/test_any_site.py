@@ -207,3 +207,21 @@ def test_the_report_credits_each_index_page_with_its_own_chunks(tmp_path):
                                          "</main>", '<h2 id="s2">追加</h2><p>' + "二つ目の節の十分に長い本文です。" * 12 + '</p></main>')})
     rows = {r["path"]: r for r in coverage(load_config(site=root, env={}), tmp_path / "none")["rows"]}
     assert rows["a/index.html"]["section"] == 1 and rows["b/index.html"]["section"] == 2
+
+
+def test_a_page_in_another_language_is_analysed_by_its_words_not_by_the_japanese_dictionary(tmp_path):
+    from knowledge_build.pipeline import lexical_fields
+
+    root = _write(tmp_path / "out", {
+        "ja/index.html": PAGE.format(title="更新履歴"),
+        "en/index.html": PAGE.format(title="Changelog").replace('lang="ja"', 'lang="en"').replace(
+            "について説明する本文です。十分な長さがあります。", " lists every update of the tool since version one.")})
+    extraction = extract(load_config(site=root, env={}))
+    assert extraction.foreign == {"en/index.html"}
+    chunks = extraction.chunks
+    fields = lexical_fields(chunks, foreign=extraction.foreign)
+    row = {c.source_path: i for i, c in enumerate(chunks)}
+    english, japanese = row["en/index.html"], row["ja/index.html"]
+    assert fields["kana2"][english] == [] and fields["reading"][english] == []
+    assert {"update", "tool", "changelog"} <= set(fields["lemma"][english])
+    assert fields["kana2"][japanese] and "更新" in fields["lemma"][japanese]

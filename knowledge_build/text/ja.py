@@ -119,6 +119,25 @@ def analyze_box(text: str) -> dict[str, list[str]]:
     return fields
 
 
+PLAIN_ANALYZER = "plain-words/1"  # the analyzer of chunks of pages in another language (analyze_plain)
+_PLAIN_WORD = re.compile(r"\w+")
+
+
+def analyze_plain(text: str) -> dict[str, list[str]]:
+    """A page in another language (`<html lang="en">`): the same fields as analyze_box, but its lemmas
+    are its words (NFKC, lower-cased: what a query's ASCII words become) and it has no readings or kana
+    bigrams. The Japanese dictionary would give English words katakana readings, whose bigrams then
+    match Japanese queries; this way only the words they share do."""
+    page_title, title = (text.split("\n", 2) + ["", ""])[:2]
+
+    def words(part: str) -> list[str]:
+        return _PLAIN_WORD.findall(normalize(part))
+
+    page = _distinct(words(page_title))
+    return {"lemma": words(text), "reading": [], "kana2": [], "page": page,
+            "heading": _distinct(page + words(title))}
+
+
 def _distinct(tokens: list[str]) -> list[str]:
     return list(dict.fromkeys(tokens))
 
