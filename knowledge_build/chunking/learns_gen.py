@@ -22,7 +22,7 @@ DEFAULT_MODEL = "gpt-4o-mini"
 ATTEMPTS = 3
 CHECKPOINT = 20  # answers between saves: a crash loses at most this many paid-for answers
 PROMPT = (
-    "あなたは中学・高校数学の教材編集者です。次の教材の箱を読み、生徒がここで学べることを3〜5項目、"
+    "あなたは学習サイトの編集者です。次のページの一部（箱）を読み、読者がここで学べることを3〜5項目、"
     "行動を表す短い日本語で書いてください（例:「〜する方法」「〜のルール」「〜の計算」「〜を説明できる」）。"
     '出力は JSON のみ: {"learns": ["…", "…", "…"]}'
 )
