@@ -3,8 +3,10 @@
 Each block is one block-level element's own text (a paragraph, a list item, a table cell …) with
 two readings: `visible`, the text a browser shows and matches text fragments against (math spans
 left out, since the browser shows them typeset), and `content`, the part of it that belongs to a
-section (inside the main content; not in nav/header/footer/button, a `<summary>` label, svg, a table
-or an anchored box). Headings of the main content, tables and anchored boxes are marker blocks.
+section (inside the main content, main_content.main_content; not in the site's chrome,
+main_content.is_chrome: nav/header/footer, sidebars, pagers …; not a button, a `<summary>` label, svg,
+a table or an anchored box). Headings of the main content, tables and anchored boxes are marker blocks;
+a heading's text leaves out its chrome (Sphinx's `¶` link).
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import re
 from dataclasses import dataclass
 
 from ..text.tex import MATH_SPAN
+from .main_content import CHROME_TAGS, is_chrome, main_content
 
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _INVISIBLE = {"script", "style", "template", "noscript", "head", "title", "meta", "link", "math"}
-_NOT_CONTENT = {"nav", "header", "footer", "button", "summary", "svg"}
+_NOT_CONTENT = {"button", "summary", "svg"}  # not chrome, not section text either
 _BLOCK_TAGS = {
     "address", "article", "aside", "blockquote", "br", "caption", "dd", "details", "div", "dl", "dt",
     "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li",
@@ -52,7 +55,7 @@ def page_blocks(root, *, anchored: set) -> list[Block]:
     the elements; the states stack holds, per open element, the state its content is read in."""
     from lxml.etree import iterwalk
 
-    main = _main_content(root)
+    main = main_content(root)
     builder = _Builder()
     states = [0]
     walker = iterwalk(root, events=("start", "end"))
@@ -99,9 +102,11 @@ def _start(el, state: int, main, anchored: set, builder: _Builder) -> int:
         return _SKIPPED
     if tag in _BLOCK_TAGS:
         builder.flush()
-    if content and el in anchored:
-        builder.blocks.append(Block("", line=line, anchored=True))
+    if content and el in anchored:  # a mapping's value: whether the box makes its section an anchored one
+        builder.blocks.append(Block("", line=line, anchored=anchored[el] if isinstance(anchored, dict) else True))
         state |= _EXCLUDED
+    elif content and (tag in CHROME_TAGS or ((keys := el.keys()) and is_chrome(el, keys))):
+        state |= _EXCLUDED  # the site's chrome (an element without attributes is chrome by its tag alone)
     elif content and tag == "table":
         builder.blocks.append(Block("", line=line, table=el))
         state |= _EXCLUDED
@@ -171,14 +176,6 @@ def _svg_labels(svg) -> list[str]:
     return [label for label in labels if label]
 
 
-def _main_content(root):
-    for tag in ("article", "main", "body"):
-        found = root if root.tag == tag else next(root.iter(tag), None)
-        if found is not None:
-            return found
-    return root
-
-
 def _anchor(heading) -> str | None:
     """The heading's id, else the id of the closest element that the heading opens (nothing of it
     comes before the heading: `<section id="s1"><h2>`), so `page#id` lands on the heading."""
@@ -215,7 +212,8 @@ def _plain(el) -> str:
             continue
         if item.tail:
             todo.append(item.tail)
-        if isinstance(item.tag, str) and item.tag not in _INVISIBLE and item.get("hidden") is None:
+        if isinstance(item.tag, str) and item.tag not in _INVISIBLE and item.get("hidden") is None and not (
+                item is not el and is_chrome(item)):
             todo.extend(reversed(item))
             if item.text:
                 todo.append(item.text)

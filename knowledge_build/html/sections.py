@@ -2,11 +2,13 @@
 
 `page_parts` takes the parsed page (the lxml root scan.py parses) and the set of anchored knowledge
 elements, and returns the page's `Part`s in document order:
-- The main content is the first `article`, else `main`, else `body`, else the root (Jekyll source
-  pages are fragments: lxml wraps them in a body). Not content: nav/header/footer/button, the
-  `<summary>` labels of `<details>` (the body of `<details>` is), anything not rendered
-  (script/style/template/noscript/svg/math, comments, `hidden`), and the anchored boxes, which are
-  chunks of their own.
+- The main content is main_content.main_content's: the main landmark (`[role=main]`, `<main>`), the
+  `article` inside it or the page's, else a container named like content, else `body` (Jekyll source
+  pages are fragments: lxml wraps them in a body). Not content: the site's chrome
+  (main_content.is_chrome: nav/header/footer, sidebars, tables of contents, breadcrumbs, pagers,
+  edit and skip links, headerlinks), buttons, the `<summary>` labels of `<details>` (the body of
+  `<details>` is), anything not rendered (script/style/template/noscript/svg/math, comments,
+  `hidden`), and the anchored boxes, which are chunks of their own.
 - The content is split at every h1–h6 outside anchored boxes (a heading that is itself a knowledge
   element, h3#ex-…, still starts a section). A section's text is its blocks, one per line; its
   `parents` are the enclosing headings. A section without text is left out (its heading stays in its
