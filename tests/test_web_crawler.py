@@ -123,8 +123,9 @@ DISALLOWED = ["/private/a", "/private/b", "/private/c"]
 
 @pytest.fixture
 def thirty_links(serve):
-    """An index linking 30 URLs: 22 good pages, 3 under a robots.txt Disallow, one 404, one redirect,
-    one image, one external domain, and a #fragment duplicate of a good page (plus a mailto link)."""
+    """An index linking 30 URLs: 22 good pages, 3 under a robots.txt Disallow, one 404, one redirect to
+    a good page, one image, one external domain, and a #fragment duplicate of a good page (plus a
+    mailto link)."""
     links = GOOD[:3] + ["/articles/03#history"] + GOOD[3:] + DISALLOWED + [
         "/articles/missing", "/articles/moved", "/images/logo.png", "https://external.example/page",
         "mailto:teacher@example.com"]
@@ -150,13 +151,15 @@ def test_an_index_of_thirty_links_fetches_the_right_pages_and_reports_the_others
     assert {error.url: error.reason for error in report.errors} == {
         **{site.url(path): "disallowed by robots.txt" for path in DISALLOWED},
         site.url("/articles/missing"): "HTTP 404 Not Found",
-        site.url("/articles/moved"): f"redirect to {site.url('/articles/01')} not followed (HTTP 301)",
         site.url("/images/logo.png"): "not HTML (image/png)",
     }
     assert report.skipped == [PageError("https://external.example/page", "other domain (external.example)"),
-                              PageError("mailto:teacher@example.com", "not http or https (mailto:)")]
-    # The #fragment duplicate is one page, fetched once; nothing disallowed was asked for.
-    assert site.paths().count("/articles/03") == 1
+                              PageError("mailto:teacher@example.com", "not http or https (mailto:)"),
+                              PageError(site.url("/articles/moved"),
+                                        f"redirects to {site.url('/articles/01')}, a page of this crawl")]
+    # The #fragment duplicate is one page, fetched once, and so is the page a link redirects to;
+    # nothing disallowed was asked for.
+    assert site.paths().count("/articles/03") == 1 and site.paths().count("/articles/01") == 1
     assert not [path for path in site.paths() if path.startswith("/private/")]
     assert site.paths().count("/robots.txt") == 1
     assert progress[-1] == (28, 28) and [done for done, _ in progress] == list(range(1, 29))
@@ -252,3 +255,104 @@ def test_a_shift_jis_page_is_decoded_from_its_meta_charset(serve):
     page = asyncio.run(Crawler(_settings(site)).fetch(site.url("/sjis#top")))
     assert page.title == "日本語の題" and page.url == site.url("/sjis")
     assert isinstance(page, FetchedPage) and page.crawled_at.endswith("Z") and len(page.crawled_at) == 20
+
+
+# -- redirects -------------------------------------------------------------------------------------
+
+def _moved(target: str, status: int = 301) -> Route:
+    return Route(status=status, headers={"Location": target})
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_same_host_redirect_is_followed_and_the_page_recorded_under_its_final_url(serve, status):
+    site = serve({"/docs/a": _moved("/docs/a/", status), "/docs/a/": Route(_page("ページA"))})
+    page = asyncio.run(Crawler(_settings(site)).fetch(site.url("/docs/a")))
+    assert (page.url, page.title) == (site.url("/docs/a/"), "ページA")
+    assert site.paths() == ["/robots.txt", "/docs/a", "/docs/a/"]
+
+
+def test_five_redirects_are_followed_and_a_sixth_is_an_error(serve):
+    routes = {f"/r{n}": _moved(f"/r{n + 1}") for n in range(6)}
+    routes.update({"/r5": Route(_page("five")), "/s0": _moved("/r0")})
+    site = serve(routes)
+    assert asyncio.run(Crawler(_settings(site)).fetch(site.url("/r0"))).url == site.url("/r5")
+    routes["/r5"] = _moved("/r6")
+    with pytest.raises(CrawlError) as caught:
+        asyncio.run(Crawler(_settings(site)).fetch(site.url("/r0")))
+    assert caught.value.reason == f"more than 5 redirects (the last to {site.url('/r6')})"
+    assert "/r6" not in site.paths()
+
+
+def test_a_redirect_loop_is_an_error_named_as_a_loop(serve):
+    site = serve({"/a": _moved("/b"), "/b": _moved("/a")})
+    with pytest.raises(CrawlError) as caught:
+        asyncio.run(Crawler(_settings(site)).fetch(site.url("/a")))
+    assert caught.value.reason == f"redirect loop: {site.url('/b')} redirects back to {site.url('/a')} (HTTP 301)"
+    assert site.paths() == ["/robots.txt", "/a", "/b"]
+
+
+def test_a_redirect_to_another_host_is_refused_without_asking_it(serve):
+    other = serve({"/": Route(_page("other"))})
+    target = f"http://localhost:{other.server.server_address[1]}/"
+    site = serve({"/away": _moved(target)})
+    crawler = Crawler(_settings(site, allow_hosts=(site.host, "localhost")))
+    with pytest.raises(CrawlError) as caught:
+        asyncio.run(crawler.fetch(site.url("/away")))
+    assert caught.value.reason == f"redirect to {target} not followed (another host; HTTP 301)"
+    assert other.requests == []
+
+
+def test_a_redirect_target_is_checked_by_the_address_guard_again(serve):
+    other = serve({"/": Route(_page("other"))})
+    target = f"http://127.0.0.1:{other.server.server_address[1]}/"  # the same host, a port not allow-listed
+    site = serve({"/elsewhere": _moved(target, 302)})
+    with pytest.raises(CrawlError) as caught:
+        asyncio.run(Crawler(_settings(site)).fetch(site.url("/elsewhere")))
+    assert caught.value.reason == f"redirect to {target} not followed (refused: 127.0.0.1 is a private address)"
+    assert other.requests == []
+
+
+def test_a_redirect_target_is_checked_against_robots_txt(serve):
+    site = serve({"/robots.txt": Route("User-agent: *\nDisallow: /private/\n", headers={"Content-Type": "text/plain"}),
+                  "/open": _moved("/private/page", 307), "/private/page": Route(_page("秘密"))})
+    with pytest.raises(CrawlError) as caught:
+        asyncio.run(Crawler(_settings(site)).fetch(site.url("/open")))
+    assert caught.value.reason == f"redirect to {site.url('/private/page')} not followed (disallowed by robots.txt)"
+    assert "/private/page" not in site.paths()
+
+
+def test_each_redirect_hop_waits_for_the_hosts_turn(serve):
+    site = serve({"/a": _moved("/b"), "/b": Route(_page("b"))})
+    asyncio.run(Crawler(_settings(site, delay=0.3)).fetch(site.url("/a")))
+    assert min(site.gaps()) >= 0.3
+
+
+def test_an_index_page_that_redirects_gives_links_relative_to_its_final_url(serve):
+    site = serve({"/docs": _moved("/docs/"), "/docs/": Route('<a href="intro">i</a><a href="setup">s</a>'),
+                  "/docs/intro": Route(_page("intro")), "/docs/setup": Route(_page("setup"))})
+    report = asyncio.run(Crawler(_settings(site)).crawl(site.url("/docs")))
+    assert report.index_url == site.url("/docs/")
+    assert [page.url for page in report.pages] == [site.url("/docs/intro"), site.url("/docs/setup")]
+
+
+def test_two_links_redirected_to_one_unlisted_page_give_it_once(serve):
+    site = serve({"/": Route('<a href="/old1">1</a><a href="/old2">2</a>'), "/old1": _moved("/new"),
+                  "/old2": _moved("/new"), "/new": Route(_page("new"))})
+    report = asyncio.run(Crawler(_settings(site)).crawl(site.url("/")))
+    assert [page.url for page in report.pages] == [site.url("/new")]
+    assert report.skipped == [PageError(site.url("/old2"), f"redirects to {site.url('/new')}, a page of this crawl")]
+
+
+def test_a_redirect_without_location_and_other_3xx_statuses_are_errors(serve):
+    site = serve({"/nowhere": Route(status=302, headers={}), "/choices": Route(status=300, headers={})})
+    with pytest.raises(CrawlError, match=r"^redirect without a Location header \(HTTP 302\)$"):
+        asyncio.run(Crawler(_settings(site)).fetch(site.url("/nowhere")))
+    with pytest.raises(CrawlError, match=r"^HTTP 300 Multiple Choices$"):
+        asyncio.run(Crawler(_settings(site)).fetch(site.url("/choices")))
+
+
+def test_the_page_language_is_recorded(serve):
+    site = serve({"/en": Route('<html lang="en-US"><head><title>Install</title></head><body><p>Text.</p></body></html>'),
+                  "/none": Route(_page("ページ"))})
+    assert asyncio.run(Crawler(_settings(site)).fetch(site.url("/en"))).language == "en"
+    assert asyncio.run(Crawler(_settings(site)).fetch(site.url("/none"))).language == ""

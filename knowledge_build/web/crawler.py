@@ -3,10 +3,13 @@
 Every request goes through `Crawler._fetch`: the URL is validated (urls.validate_url: no private
 address unless allow-listed), robots.txt is asked (robots.RobotsCache), the request waits for its turn
 at the host (one at a time, each starting at least max(delay, Crawl-delay) seconds after the previous
-one ended, monotonic clock), at most `concurrency` requests are in flight over all hosts, redirects are never followed (a redirect could lead to an
-address validate_url would refuse), the body is capped at `max_bytes` and the whole request at
-`timeout` seconds. What goes wrong with one page is a `CrawlError` whose message is the reason; a
-crawl records it as that page's `PageError` and goes on with the others.
+one ended, monotonic clock), at most `concurrency` requests are in flight over all hosts, the body is
+capped at `max_bytes` and each request at `timeout` seconds. Redirects (301, 302, 303, 307, 308) to
+the same host name are followed, at most MAX_REDIRECTS of them, each target checked again like a
+first URL (validate_url, robots.txt, the host's turn); a redirect to another host, a loop or one
+redirect too many is the page's error, and a page is recorded under its final URL. What goes wrong
+with one page is a `CrawlError` whose message is the reason; a crawl records it as that page's
+`PageError` and goes on with the others.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from .urls import UrlRefused, checked_transport, host_key, normalise_url, valida
 __all__ = ["CrawlError", "CrawlReport", "CrawlSettings", "Crawler", "PageError", "PatternInvalid"]
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 5
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
@@ -38,6 +43,20 @@ class CrawlError(KnowledgeBuildError):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+class _NotAllowed(CrawlError):
+    """The URL may not be fetched (validate_url, robots.txt): as a redirect's target, not followed."""
+
+
+class _ListedElsewhere(CrawlError):
+    """A redirect leads to a page the crawl fetches from its own link: not fetched twice."""
+
+
+@dataclass(frozen=True)
+class _Redirect:
+    target: str  # normalised, absolute
+    status: int
 
 
 class PatternInvalid(KnowledgeBuildError):
@@ -105,19 +124,33 @@ class Crawler:
             urls, skipped = self._select(index, regex, pattern)
             report = CrawlReport(index.url, skipped=skipped)
             results: dict[str, FetchedPage | PageError] = {}
+            listed = set(urls)
+            duplicates: set[str] = set()
 
             async def one(url: str) -> None:
                 try:
-                    results[url] = await self._fetch(client, url)
+                    results[url] = await self._fetch(client, url, listed - {url})
+                except _ListedElsewhere as exc:
+                    results[url] = PageError(url, exc.reason)
+                    duplicates.add(url)
                 except CrawlError as exc:
                     results[url] = PageError(url, exc.reason)
                 if progress is not None:
                     progress(len(results), len(urls))
 
             await asyncio.gather(*(one(url) for url in urls))
+        fetched: set[str] = set()
         for url in urls:  # page order, whatever order they finished in
             result = results[url]
-            (report.pages if isinstance(result, FetchedPage) else report.errors).append(result)
+            if url in duplicates:
+                report.skipped.append(result)
+            elif isinstance(result, PageError):
+                report.errors.append(result)
+            elif result.url in fetched:  # two links redirected to one page
+                report.skipped.append(PageError(url, f"redirects to {result.url}, a page of this crawl"))
+            else:
+                fetched.add(result.url)
+                report.pages.append(result)
         return report
 
     # -- one request -------------------------------------------------------------------------------
@@ -135,19 +168,45 @@ class Crawler:
             trust_env=False,
         )
 
-    async def _fetch(self, client, url: str) -> FetchedPage:
+    async def _fetch(self, client, url: str, listed: set[str] = frozenset()) -> FetchedPage:
+        """The page at `url`, following same-host redirects (see the module docstring); a redirect to
+        a URL in `listed` (the crawl's other links) is _ListedElsewhere, not fetched twice."""
+        visited: list[str] = []
+        while True:
+            try:
+                result = await self._hop(client, url)
+            except _NotAllowed as exc:
+                if not visited:
+                    raise CrawlError(exc.reason) from None
+                raise CrawlError(f"redirect to {url} not followed ({exc.reason})") from None
+            if isinstance(result, FetchedPage):
+                return result
+            visited.append(normalise_url(url))
+            target, status = result.target, result.status
+            if urlsplit(target).hostname != urlsplit(url).hostname:
+                raise CrawlError(f"redirect to {target} not followed (another host; HTTP {status})")
+            if target in visited:
+                raise CrawlError(f"redirect loop: {url} redirects back to {target} (HTTP {status})")
+            if len(visited) > MAX_REDIRECTS:
+                raise CrawlError(f"more than {MAX_REDIRECTS} redirects (the last to {target})")
+            if target in listed:
+                raise _ListedElsewhere(f"redirects to {target}, a page of this crawl")
+            url = target
+
+    async def _hop(self, client, url: str) -> FetchedPage | _Redirect:
+        """One request: the URL checked (_NotAllowed), its host's turn awaited, the answer read."""
         import httpx
 
         try:
             url = await validate_url(url, self.settings.allow_hosts)
         except UrlRefused as exc:
-            raise CrawlError(str(exc)) from None
+            raise _NotAllowed(str(exc)) from None
         gap = self.settings.delay
         try:
             if self.settings.respect_robots_txt:
                 allowed, crawl_delay = await self.robots.check(client, url)
                 if not allowed:
-                    raise CrawlError("disallowed by robots.txt")
+                    raise _NotAllowed("disallowed by robots.txt")
                 gap = max(gap, crawl_delay or 0.0)
             async with self._gate(url, gap):
                 async with asyncio.timeout(self.settings.timeout):
@@ -159,14 +218,18 @@ class Crawler:
         except (httpx.HTTPError, OSError) as exc:
             raise CrawlError(f"connection failed: {_describe(exc)}") from None
 
-    async def _get(self, client, url: str) -> FetchedPage:
+    async def _get(self, client, url: str) -> FetchedPage | _Redirect:
         async with client.stream("GET", url) as response:
             status = response.status_code
-            if 300 <= status < 400:
-                location = response.headers.get("location")
-                target = urljoin(url, location) if location else "(no Location header)"
-                raise CrawlError(f"redirect to {target} not followed (HTTP {status})")
-            if status >= 400 or status < 200:
+            if status in REDIRECT_STATUSES:
+                location = (response.headers.get("location") or "").strip()
+                if not location:
+                    raise CrawlError(f"redirect without a Location header (HTTP {status})")
+                try:
+                    return _Redirect(normalise_url(urljoin(url, location)), status)
+                except ValueError:
+                    raise CrawlError(f"redirect to an invalid URL {location!r} (HTTP {status})") from None
+            if status >= 300 or status < 200:
                 raise CrawlError(f"HTTP {status} {response.reason_phrase}".rstrip())
             content_type = response.headers.get("content-type", "")
             media = content_type.split(";", 1)[0].strip().lower()
@@ -174,9 +237,11 @@ class Crawler:
                 raise CrawlError(f"not HTML ({media})")
             body = await self._body(response)
             html = _decode(body, response.charset_encoding)
+        from ..html.main_content import page_language
         from .extract import page_title, parse_html
 
-        return FetchedPage(url=url, title=page_title(parse_html(html)), html=html, crawled_at=_now())
+        root = parse_html(html)
+        return FetchedPage(url=url, title=page_title(root), html=html, crawled_at=_now(), language=page_language(root))
 
     async def _body(self, response) -> bytes:
         limit = self.settings.max_bytes
