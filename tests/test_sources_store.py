@@ -82,7 +82,8 @@ def test_status_and_sources_list_what_is_stored(store):
     assert status == {"sources": len(TOPICS), "chunks": 2 * len(TOPICS), "last_crawl": CRAWLED}
     listed = store.sources()
     assert [s["url"] for s in listed] == sorted(f"https://math.example/{i}" for i in range(len(TOPICS)))
-    assert listed[0] == {"url": "https://math.example/0", "title": "二次関数の基本", "chunks": 2, "crawled_at": CRAWLED}
+    assert listed[0] == {"url": "https://math.example/0", "title": "二次関数の基本", "chunks": 2, "crawled_at": CRAWLED,
+                         "language": ""}
 
 
 def test_exact_keyword_finds_its_page_first(store):
@@ -90,7 +91,7 @@ def test_exact_keyword_finds_its_page_first(store):
     results = store.query("ユークリッドの互除法")
     assert results[0]["source"] == "https://math.example/6"
     assert set(results[0]) == {"id", "source", "url", "title", "heading", "parents", "kind", "text", "chunk_index",
-                               "crawled_at", "similarity", "score"}
+                               "crawled_at", "language", "similarity", "score"}
     assert results[0]["url"] == "https://math.example/6#s0"
 
 
@@ -316,3 +317,29 @@ def test_very_common_query_tokens_are_not_searched_unless_all_are(store, monkeyp
         # 練習 is in every page's second chunk; 互除法 in one chunk only
         assert store._db._selective(cur, {"lemma": ["練習", "互除", "ない語"]}) == {"lemma": ["互除"]}
         assert store._db._selective(cur, {"lemma": ["練習", "問題", "解く", "ない語"]}) != {}
+
+
+def test_a_page_and_its_chunks_keep_the_page_language(store):
+    url = "https://docs.example/en/install"
+    chunks = [WebChunk(url, url, "Install", "Steps", (), "section", "Run the installer.", 0, CRAWLED, "en")]
+    store.replace_source(url, "Install", chunks)
+    assert [s["language"] for s in store.sources()] == ["en"]
+    assert store.query("installer")[0]["language"] == "en"
+
+
+def test_a_store_made_before_the_language_column_gets_it_on_opening(tmp_path, vector_index):
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("create table knowledge_sources (url text primary key, title text not null, chunks integer not null,"
+                 " crawled_at text not null, updated_at text not null)")
+    conn.execute("create table knowledge_source_chunks (id integer primary key autoincrement, source_url text not null,"
+                 " generation integer not null, chunk_index integer not null, url text not null, title text not null,"
+                 " heading text not null, parents text not null, kind text not null, text text not null,"
+                 " crawled_at text not null, embedding blob not null, tokens text not null)")
+    conn.execute("insert into knowledge_sources values ('https://old.example/', '古いページ', 0, ?, ?)", (CRAWLED, CRAWLED))
+    conn.commit()
+    conn.close()
+    with SourceStore(FakeEmbedder(), path, vector_index=vector_index) as opened:
+        assert opened.sources()[0]["language"] == ""
+        fill(opened)
+        assert opened.status()["sources"] == len(TOPICS) + 1

@@ -81,3 +81,22 @@ def test_postgres_store_refuses_another_dimension(fresh_db):
         first.replace_source("https://a.example/", "A", page("https://a.example/", "A", [("h", "本文です")]))
     with pytest.raises(SourcesUnavailable, match="dimension 64, this embedder makes 32"):
         SourceStore(FakeEmbedder(32), fresh_db)
+
+
+def test_postgres_store_made_before_the_language_column_gets_it(fresh_db):
+    import psycopg
+
+    from knowledge_build.web.chunk import WebChunk
+
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        conn.execute("create extension if not exists vector")
+        conn.execute("create table knowledge_sources (url text primary key, title text not null, chunks integer not null,"
+                     " crawled_at text not null, updated_at text not null)")
+        conn.execute("insert into knowledge_sources values ('https://old.example/', '古いページ', 0, 'x', 'x')")
+    with SourceStore(FakeEmbedder(), fresh_db) as opened:
+        assert opened.sources()[0]["language"] == ""
+        url = "https://docs.example/en/install"
+        opened.replace_source(url, "Install", [WebChunk(url, url, "Install", "Steps", (), "section",
+                                                        "Run the installer.", 0, "2026-11-01T10:00:00+00:00", "en")])
+        assert {s["url"]: s["language"] for s in opened.sources()}[url] == "en"
+        assert opened.query("installer")[0]["language"] == "en"

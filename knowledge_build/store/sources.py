@@ -7,7 +7,9 @@ with the store, so a query reads neither every row nor rebuilds a model:
   heading, weighted as SearchSettings.field_weights), Postgres full text (sources_pg.py);
 - dense: a sqlite-vec `vec0` table (exact KNN) or pgvector. Where sqlite-vec cannot be loaded the
   store still works: an exact numpy search over the vectors, read again only when the store changed.
-Re-ingesting a page writes the new chunks and deletes the old ones in one transaction.
+Re-ingesting a page writes the new chunks and deletes the old ones in one transaction. A page and its
+chunks keep the page's language (`<html lang>`; "" when it says none); a store made before the
+column existed gets it, empty, when opened (sources_sqlite._ADDED_COLUMNS, sources_pg._schema).
 """
 
 from __future__ import annotations
@@ -134,7 +136,7 @@ def prepare(embedder, chunks: list[WebChunk]) -> list[dict]:
         rows.append({"chunk_index": chunk.chunk_index, "url": chunk.url, "title": chunk.title,
                      "heading": chunk.heading, "parents": list(chunk.parents), "kind": chunk.kind,
                      "text": chunk.text, "crawled_at": chunk.crawled_at, "embedding": unit_vector(vector),
-                     "tokens": tokens})
+                     "tokens": tokens, "language": chunk.language})
     return rows
 
 
@@ -152,5 +154,5 @@ def unit_vector(vector: np.ndarray) -> np.ndarray:
 def _result(row: dict, similarity: float, score: float) -> dict:
     return {"id": f"web-{row['id']}", "source": row["source_url"], "url": row["url"], "title": row["title"],
             "heading": row["heading"], "parents": row["parents"], "kind": row["kind"], "text": row["text"],
-            "chunk_index": row["chunk_index"], "crawled_at": row["crawled_at"],
+            "chunk_index": row["chunk_index"], "crawled_at": row["crawled_at"], "language": row["language"],
             "similarity": round(float(np.clip(similarity, 0, 1)), 6), "score": round(float(score), 6)}

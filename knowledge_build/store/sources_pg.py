@@ -16,7 +16,7 @@ from .common import SourcesUnavailable, utc_now
 # Field -> (lexeme mark, tsvector weight class); ts_rank's weights are given as {D, C, B, A}.
 _MARKS = {"lemma": ("l", "A"), "page": ("p", "B"), "heading": ("h", "B"), "kana2": ("k", "C"), "reading": ("r", "D")}
 _COLUMNS = ("id", "source_url", "chunk_index", "url", "title", "heading", "parents", "kind", "text", "crawled_at",
-            "embedding")
+            "embedding", "language")
 
 
 def _schema(dim: int) -> list[str]:
@@ -31,6 +31,9 @@ def _schema(dim: int) -> list[str]:
             lexemes tsvector not null)""",
         "create index if not exists knowledge_source_chunks_source on knowledge_source_chunks (source_url, generation)",
         "create index if not exists knowledge_source_chunks_lexemes on knowledge_source_chunks using gin (lexemes)",
+        # Added after the tables were first shipped: a database made before gets them here.
+        "alter table knowledge_sources add column if not exists language text not null default ''",
+        "alter table knowledge_source_chunks add column if not exists language text not null default ''",
         "create sequence if not exists knowledge_source_generation",
         # Sources are the tutor's own: no policy, so Supabase's anon/authenticated roles see nothing.
         "alter table knowledge_sources enable row level security",
@@ -84,21 +87,23 @@ class PostgresSources:
             with self._conn.cursor() as cur:
                 cur.executemany(
                     "insert into knowledge_source_chunks (source_url, generation, chunk_index, url, title, heading,"
-                    " parents, kind, text, crawled_at, embedding, tokens, lexemes) values (%s, %s, %s, %s, %s, %s,"
-                    " %s, %s, %s, %s, %s, %s, setweight(array_to_tsvector(%s::text[]), 'A') ||"
+                    " parents, kind, text, crawled_at, embedding, tokens, language, lexemes) values (%s, %s, %s, %s,"
+                    " %s, %s, %s, %s, %s, %s, %s, %s, %s, setweight(array_to_tsvector(%s::text[]), 'A') ||"
                     " setweight(array_to_tsvector(%s::text[]), 'B') || setweight(array_to_tsvector(%s::text[]), 'C')"
                     " || setweight(array_to_tsvector(%s::text[]), 'D'))",
                     [(source_url, generation, r["chunk_index"], r["url"], r["title"], r["heading"],
                       json.dumps(r["parents"], ensure_ascii=False), r["kind"], r["text"], r["crawled_at"],
-                      r["embedding"], json.dumps(r["tokens"], ensure_ascii=False), *lexemes(r["tokens"]).values())
+                      r["embedding"], json.dumps(r["tokens"], ensure_ascii=False), r.get("language", ""),
+                      *lexemes(r["tokens"]).values())
                      for r in rows])
             self._conn.execute("delete from knowledge_source_chunks where source_url = %s and generation < %s",
                                (source_url, generation))
             self._conn.execute(
-                "insert into knowledge_sources (url, title, chunks, crawled_at, updated_at) values (%s, %s, %s, %s, %s)"
-                " on conflict (url) do update set title = excluded.title, chunks = excluded.chunks,"
-                " crawled_at = excluded.crawled_at, updated_at = excluded.updated_at",
-                (source_url, title, len(rows), crawled_at, utc_now()))
+                "insert into knowledge_sources (url, title, chunks, crawled_at, updated_at, language)"
+                " values (%s, %s, %s, %s, %s, %s) on conflict (url) do update set title = excluded.title,"
+                " chunks = excluded.chunks, crawled_at = excluded.crawled_at, updated_at = excluded.updated_at,"
+                " language = excluded.language",
+                (source_url, title, len(rows), crawled_at, utc_now(), rows[0].get("language", "") if rows else ""))
         return len(rows)
 
     def delete(self, source_url: str) -> int | None:
@@ -117,9 +122,9 @@ class PostgresSources:
 
     def sources(self) -> list[dict]:
         with self._lock, self._conn.transaction():
-            rows = self._conn.execute("select url, title, chunks, crawled_at from knowledge_sources order by url"
-                                      ).fetchall()
-        return [{"url": r[0], "title": r[1], "chunks": r[2], "crawled_at": r[3]} for r in rows]
+            rows = self._conn.execute("select url, title, chunks, crawled_at, language from knowledge_sources"
+                                      " order by url").fetchall()
+        return [{"url": r[0], "title": r[1], "chunks": r[2], "crawled_at": r[3], "language": r[4]} for r in rows]
 
     def candidates(self, qvec: np.ndarray, tokens: dict, n: int) -> tuple[dict, dict, dict]:
         """As SqliteSources.candidates, in one repeatable-read snapshot."""

@@ -17,7 +17,7 @@ from .common import FIELDS, SourcesUnavailable, fts_document, fts_match, log, ut
 from .sqlite_transaction import sqlite_transaction
 
 _COLUMNS = ("id", "source_url", "chunk_index", "url", "title", "heading", "parents", "kind", "text", "crawled_at",
-            "embedding")
+            "embedding", "language")
 _warned_fallback = False
 # Query tokens found in more chunks than this share (and this count) are not searched (_selective).
 MAX_DF_SHARE = 0.05
@@ -27,11 +27,12 @@ KEEP_RAREST = 3
 
 _SQLITE_SCHEMA = [
     """create table if not exists knowledge_sources (url text primary key, title text not null,
-        chunks integer not null, crawled_at text not null, updated_at text not null)""",
+        chunks integer not null, crawled_at text not null, updated_at text not null,
+        language text not null default '')""",
     """create table if not exists knowledge_source_chunks (id integer primary key autoincrement,
         source_url text not null, generation integer not null, chunk_index integer not null, url text not null,
         title text not null, heading text not null, parents text not null, kind text not null, text text not null,
-        crawled_at text not null, embedding blob not null, tokens text not null)""",
+        crawled_at text not null, embedding blob not null, tokens text not null, language text not null default '')""",
     "create index if not exists knowledge_source_chunks_source on knowledge_source_chunks (source_url, generation)",
     # One row: the store's generation (bumped by every write), the generation the vec0 table
     # holds (a writer without sqlite-vec leaves it behind; a reader with it rebuilds), the dimension.
@@ -94,6 +95,7 @@ class SqliteSources:
             with self._transaction(write=True) as cur:
                 for statement in _SQLITE_SCHEMA:
                     cur.execute(statement)
+                _add_missing_columns(cur)
                 self._check_dim(cur)
         except (OSError, module.Error) as exc:
             raise SourcesUnavailable(f"cannot open the sources store {path} ({exc}). Fix: pass a writable "
@@ -151,12 +153,12 @@ class SqliteSources:
             generation, vec = self._bump(cur)
             for row in rows:
                 cur.execute("insert into knowledge_source_chunks (source_url, generation, chunk_index, url, title,"
-                            " heading, parents, kind, text, crawled_at, embedding, tokens)"
-                            " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            " heading, parents, kind, text, crawled_at, embedding, tokens, language)"
+                            " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                             (source_url, generation, row["chunk_index"], row["url"], row["title"], row["heading"],
                              json.dumps(row["parents"], ensure_ascii=False), row["kind"], row["text"],
                              row["crawled_at"], row["embedding"].tobytes(),
-                             json.dumps(row["tokens"], ensure_ascii=False)))
+                             json.dumps(row["tokens"], ensure_ascii=False), row.get("language", "")))
                 row_id = cur.lastrowid
                 cur.execute(f"insert into knowledge_source_fts (rowid, {', '.join(FIELDS)}) values (?, ?, ?, ?, ?, ?)",
                             (row_id, *fts_document(row["tokens"])))
@@ -165,10 +167,11 @@ class SqliteSources:
                                 (row_id, row["embedding"].tobytes()))
             self._count_terms(cur, [row["tokens"] for row in rows], +1)
             self._delete_chunks(cur, source_url, generation, vec)
-            cur.execute("insert into knowledge_sources (url, title, chunks, crawled_at, updated_at)"
-                        " values (?, ?, ?, ?, ?) on conflict (url) do update set title = excluded.title,"
-                        " chunks = excluded.chunks, crawled_at = excluded.crawled_at, updated_at = excluded.updated_at",
-                        (source_url, title, len(rows), crawled_at, utc_now()))
+            cur.execute("insert into knowledge_sources (url, title, chunks, crawled_at, updated_at, language)"
+                        " values (?, ?, ?, ?, ?, ?) on conflict (url) do update set title = excluded.title,"
+                        " chunks = excluded.chunks, crawled_at = excluded.crawled_at, updated_at = excluded.updated_at,"
+                        " language = excluded.language",
+                        (source_url, title, len(rows), crawled_at, utc_now(), rows[0].get("language", "") if rows else ""))
         return len(rows)
 
     def delete(self, source_url: str) -> int | None:
@@ -206,8 +209,9 @@ class SqliteSources:
 
     def sources(self) -> list[dict]:
         with self._transaction(write=False) as cur:
-            rows = cur.execute("select url, title, chunks, crawled_at from knowledge_sources order by url").fetchall()
-        return [{"url": r[0], "title": r[1], "chunks": r[2], "crawled_at": r[3]} for r in rows]
+            rows = cur.execute("select url, title, chunks, crawled_at, language from knowledge_sources order by url"
+                               ).fetchall()
+        return [{"url": r[0], "title": r[1], "chunks": r[2], "crawled_at": r[3], "language": r[4]} for r in rows]
 
     def candidates(self, qvec: np.ndarray, tokens: dict, n: int) -> tuple[dict, dict, dict]:
         """({id: cosine} of the n nearest, {id: BM25} of the n best lexical, {id: row}) from one snapshot."""
@@ -272,6 +276,18 @@ class SqliteSources:
 
     def close(self) -> None:
         self._conn.close()
+
+
+# Columns added after the tables were first shipped: a store made before gets them on opening.
+_ADDED_COLUMNS = (("knowledge_sources", "language", "text not null default ''"),
+                  ("knowledge_source_chunks", "language", "text not null default ''"))
+
+
+def _add_missing_columns(cur) -> None:
+    """The migration of an older store file: SQLite has no `add column if not exists`."""
+    for table, column, definition in _ADDED_COLUMNS:
+        if column not in {row[1] for row in cur.execute(f"pragma table_info({table})")}:
+            cur.execute(f"alter table {table} add column {column} {definition}")
 
 
 def count_terms(cur, table: str, documents: list[dict], sign: int) -> None:
