@@ -13,7 +13,13 @@ from itertools import pairwise
 import pytest
 
 from knowledge_build.web.chunk import FetchedPage
-from knowledge_build.web.crawler import Crawler, CrawlError, CrawlSettings, PageError, PatternInvalid
+from knowledge_build.web.crawler import (
+    Crawler,
+    CrawlError,
+    CrawlSettings,
+    PageError,
+    PatternInvalid,
+)
 
 
 @dataclass

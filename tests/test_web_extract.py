@@ -8,7 +8,12 @@ import pytest
 
 from knowledge_build.web.chunk import FetchedPage
 from knowledge_build.web.crawler import Crawler, CrawlSettings
-from knowledge_build.web.extract import page_chunks, page_title, parse_html
+from knowledge_build.web.extract import (
+    crawl_site_names,
+    page_chunks,
+    page_title,
+    parse_html,
+)
 from tests.test_web_crawler import Route, serving
 
 URL = "https://game.example/characters"
@@ -94,3 +99,63 @@ def test_a_page_fetched_from_a_real_server_becomes_chunks(serve):
     assert page.title == "ゲームの登場人物"
     assert {c.source_url for c in chunks} == {site.url("/characters")}
     assert sum(c.kind == "table" for c in chunks) == len(CHARACTERS)
+
+
+# -- crawled pages get the site's treatment: chrome left out, the site name off the title, the language
+
+def _docs_page(title: str, heading: str, lang: str = "ja", extra_head: str = "") -> str:
+    return f"""<!DOCTYPE html><html lang="{lang}"><head><title>{title}</title>{extra_head}</head><body>
+<a class="skip-link" href="#main">本文へスキップ</a><div class="sidebar"><ul><li><a href="/a">ページA</a></li></ul></div>
+<main id="main"><nav aria-label="breadcrumb"><ol><li><a href="/">ホーム</a></li></ol></nav>
+<h1>{heading}</h1><h2 id="step">手順</h2><p>{heading}の手順を順に説明します。必要なものを先にそろえます。</p>
+<div class="pager"><a href="/prev">← 前へ</a><a href="/next">次へ →</a></div>
+<p><a href="https://github.com/example/docs/edit/main/{heading}.md">このページを編集</a></p></main>
+<footer>© ツール名</footer></body></html>"""
+
+
+def test_a_crawled_page_leaves_out_sidebars_pagers_edit_and_skip_links():
+    chunks = _chunks(_docs_page("インストール | ツール名ドキュメント", "インストール"))
+    assert [(c.heading, c.parents) for c in chunks] == [("手順", ("インストール",))]
+    text = "\n".join(c.text for c in chunks)
+    assert "必要なものを先にそろえます" in text
+    for chrome in ("本文へスキップ", "ページA", "ホーム", "前へ", "次へ", "このページを編集", "ツール名"):
+        assert chrome not in text
+
+
+def test_the_site_name_most_titles_of_a_host_share_is_taken_off_the_chunk_title():
+    pages = [FetchedPage(url=f"https://docs.example/{slug}", title=title, html=_docs_page(title, title.split(" | ")[0]),
+                         crawled_at=WHEN)
+             for slug, title in (("install", "インストール | ツール名ドキュメント"), ("usage", "使い方 | ツール名ドキュメント"),
+                                 ("faq", "よくある質問 | ツール名ドキュメント"))]
+    pages.append(FetchedPage(url="https://other.example/x", title="別のサイト | 別の名前", html="", crawled_at=WHEN))
+    names = crawl_site_names(pages)
+    assert names == {"docs.example": "ツール名ドキュメント"}
+    assert {c.title for c in page_chunks(pages[0], site_name=names["docs.example"])} == {"インストール"}
+
+
+def test_og_site_name_takes_the_site_name_off_a_single_page_and_a_home_page_keeps_its_title():
+    og = '<meta property="og:site_name" content="ツール名">'
+    assert {c.title for c in _chunks(_docs_page("インストール - ツール名", "インストール", extra_head=og))} == {"インストール"}
+    assert {c.title for c in _chunks(_docs_page("ツール名", "ツール名", extra_head=og))} == {"ツール名"}
+    assert {c.title for c in _chunks(_docs_page("インストール - ツール名", "インストール"))} == {"インストール - ツール名"}
+
+
+def test_chunks_carry_the_page_language():
+    assert {c.language for c in _chunks(_docs_page("Install | Tool", "Install", lang="en-US"))} == {"en"}
+    assert {c.language for c in _chunks(_table_page())} == {""}
+
+
+def test_a_crawl_stores_titles_without_the_site_name_and_the_language(serve, tmp_path):
+    from knowledge_build.store.sources import SourceStore
+    from knowledge_build.web.ingest import crawl_into
+    from tests.conftest import FakeEmbedder
+
+    routes = {"/": Route('<a href="/install">i</a><a href="/usage">u</a>'),
+              "/install": Route(_docs_page("インストール | ツール名ドキュメント", "インストール")),
+              "/usage": Route(_docs_page("使い方 | ツール名ドキュメント", "使い方"))}
+    site = serve(routes)
+    with SourceStore(FakeEmbedder(), tmp_path / "store.sqlite") as store:
+        report = asyncio.run(crawl_into(store, CrawlSettings(delay=0, allow_hosts=(site.host,)), site.url("/")))
+        assert [(s["title"], s["language"]) for s in report.stored] == [("インストール", "ja"), ("使い方", "ja")]
+        assert [(s["title"], s["language"]) for s in store.sources()] == [("インストール", "ja"), ("使い方", "ja")]
+        assert store.query("手順")[0]["title"] in ("インストール", "使い方")

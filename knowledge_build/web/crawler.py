@@ -90,6 +90,7 @@ class CrawlReport:
     pages: list[FetchedPage] = field(default_factory=list)
     errors: list[PageError] = field(default_factory=list)  # linked pages that could not be fetched
     skipped: list[PageError] = field(default_factory=list)  # links not followed, with why
+    index: FetchedPage | None = None  # the index page itself (its title helps find the site's name)
 
 
 class Crawler:
@@ -122,7 +123,7 @@ class Crawler:
         async with self._client() as client:
             index = await self._fetch(client, index_url)
             urls, skipped = self._select(index, regex, pattern)
-            report = CrawlReport(index.url, skipped=skipped)
+            report = CrawlReport(index.url, skipped=skipped, index=index)
             results: dict[str, FetchedPage | PageError] = {}
             listed = set(urls)
             duplicates: set[str] = set()

@@ -1,15 +1,17 @@
 """Crawl or fetch pages into the source store: the one path the CLI, the MCP tools and Slack take.
 
 A page is fetched (crawler.py), cut into section and table chunks (extract.py) and stored under its
-URL (store/sources.py: the new chunks replace the old ones in one transaction). Errors of one page
-are that page's: they are counted and reported with their reason, the other pages go on.
+final URL (store/sources.py: the new chunks replace the old ones in one transaction) with its title
+less the site's name (a crawl learns the name from its pages' titles, one page from its og:site_name)
+and its language. Errors of one page are that page's: they are counted and reported with their
+reason, the other pages go on.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..errors import KnowledgeBuildError
 
@@ -39,12 +41,16 @@ def crawler_settings(config):
 async def crawl_into(store, settings, index_url: str, pattern: str | None = None,
                      progress: Callable[[int, int], None] | None = None) -> IngestReport:
     """Every page linked from `index_url` (same site, depth 1, `pattern`), fetched and stored."""
+    from urllib.parse import urlsplit
+
     from .crawler import Crawler
+    from .extract import crawl_site_names
 
     crawled = await Crawler(settings).crawl(index_url, pattern, progress=progress)
     report = IngestReport(errors=[_error(e) for e in crawled.errors], skipped=[_error(e) for e in crawled.skipped])
+    site_names = crawl_site_names([crawled.index, *crawled.pages] if crawled.index else crawled.pages)
     for page in crawled.pages:
-        await _store(store, page, report)
+        await _store(store, page, report, site_names.get(urlsplit(page.url).hostname or "", ""))
     return report
 
 
@@ -64,21 +70,22 @@ class PageNotStored(KnowledgeBuildError):
     """A fetched page gave nothing to store (no text), or the store refused it."""
 
 
-async def _store(store, page, report: IngestReport) -> None:
+async def _store(store, page, report: IngestReport, site_name: str = "") -> None:
     from .extract import page_chunks
 
-    chunks = page_chunks(page)
+    chunks = page_chunks(page, site_name=site_name)
     if not chunks:
         report.errors.append({"url": page.url, "reason": "no text found in the page"})
         return
+    title = chunks[0].title
     try:
-        count = await asyncio.to_thread(store.replace_source, page.url, page.title, chunks)
+        count = await asyncio.to_thread(store.replace_source, page.url, title, chunks)
     except KnowledgeBuildError as exc:
         report.errors.append({"url": page.url, "reason": str(exc)})
         return
     report.pages += 1
     report.chunks += count
-    report.stored.append({"url": page.url, "title": page.title, "chunks": count})
+    report.stored.append({"url": page.url, "title": title, "chunks": count, "language": chunks[0].language})
 
 
 def _error(error) -> dict:
