@@ -259,7 +259,9 @@ def element(html: str):
     "<a class='skip-link' href='#main'>x</a>", "<a class='sr-only' href='#content'>本文へ</a>",
     "<a href='b.html' rel='next'>使い方</a>", "<a href='a.html'>← 前へ</a>", "<a href='b.html'>次へ →</a>",
     "<a href='b.html'>Next »</a>", "<a href='https://github.com/o/r/edit/main/docs/x.md'>編集</a>",
-    "<a href='x'>このページを編集</a>", "<p class='navbar'>x</p>",
+    "<a href='x'>このページを編集</a>", "<p class='navbar'>x</p>", "<div role='banner'>x</div>",
+    "<div role='contentinfo'>x</div>", "<form role='search'>x</form>", "<search>x</search>", "<ul class='menu'>x</ul>",
+    "<a rel='edit' href='x'>x</a>", "<a href='/edit'>Edit this page</a>", "<a href='#main'>Skip to content</a>",
 ])
 def test_chrome(html):
     assert is_chrome(element(html))
@@ -328,6 +330,7 @@ def test_breadcrumbs_without_the_page_itself():
     (["Install - Tool docs", "Usage - Tool docs", "A - B - Tool docs"], "Tool docs"),
     (["Install · Site", "Usage · Site", "About"], "Site"),
     (["Install :: Site", "Usage :: Site"], "Site"),
+    (["Install – Site", "Usage – Site"], "Site"),
     (["インストール｜ツール名", "使い方｜ツール名"], "ツール名"),
     (["Install - Tool | Org", "Usage - Tool | Org"], "Tool | Org"),
     (["Install | Site", "Usage", "About", "Contact"], ""),  # one title is no majority
