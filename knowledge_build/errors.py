@@ -19,7 +19,7 @@ class SiteNotFound(KnowledgeBuildError):
         super().__init__(
             f"site directory '{path}' does not exist. Provide a --site flag, a KB_SITE "
             "environment variable, or a 'site' key in knowledge.yml pointing at a Jekyll "
-            "source directory (with _config.yml) or a built _site directory."
+            "source directory (with _config.yml), a Hugo, MkDocs or Sphinx project, or a folder of built HTML."
         )
 
 

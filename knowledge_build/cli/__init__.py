@@ -56,7 +56,7 @@ def _log_to_stderr() -> None:
 
 
 @main.command()
-@click.option("--site", type=PATH_TYPE, help="Jekyll source directory (with _config.yml) or a built _site directory.")
+@click.option("--site", type=PATH_TYPE, help="The site: a Jekyll source directory (with _config.yml), a Hugo, MkDocs or Sphinx project, or built HTML (_site, public, site, _build/html, a plain folder).")
 @click.option("--output", type=PATH_TYPE, help="Artifact directory. Default: <site output>/knowledge/v2 (v1 with --schema 1).")
 @click.option("--baseurl", help="URL prefix of the site. Default: baseurl in _config.yml.")
 @click.option("--embedder", type=click.Choice(["local", "openai", "openai-compatible"]),

@@ -38,7 +38,7 @@ def print_diagnostics(diagnostics, verbose: bool) -> None:
 # Options of every command that reads an artifact set or a database; values resolve through one
 # Config (knowledge.yml < KB_* environment < these flags).
 SITE_OPTION = click.option("--site", type=PATH_TYPE,
-                           help="Jekyll source directory (with _config.yml) or a built _site directory.")
+                           help="The site: a Jekyll source directory (with _config.yml), a Hugo, MkDocs or Sphinx project, or built HTML (_site, public, site, _build/html, a plain folder).")
 INDEX_OPTION = click.option("--index", "index_dir", type=PATH_TYPE,
                             help="Artifact directory (…/knowledge/v2 or v1, or knowledge/ to follow latest.json). "
                                  "Default: setting index (KB_INDEX), else <site output>/knowledge/v2 (v1 when only that exists).")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..text.tex import readable
 from .content_type import text_tables
+from .main_content import is_chrome
 
 SMALL_TABLE_ROWS = 10  # a table of at most this many rows that fits max_chars stays one chunk
 ROW_CONTEXT = 1
@@ -170,8 +171,8 @@ def _cell_text(cell) -> str:
         if isinstance(item, str):
             parts.append(item)
             continue
-        if not isinstance(item.tag, str) or item.tag in _SKIPPED:
-            if item.tail and item is not cell:
+        if not isinstance(item.tag, str) or item.tag in _SKIPPED or (item is not cell and is_chrome(item)):
+            if item.tail and item is not cell:  # a caption's ¶ link (Sphinx's headerlink) is chrome
                 parts.append(item.tail)
             continue
         if item.tail and item is not cell:
