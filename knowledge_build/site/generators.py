@@ -55,6 +55,7 @@ class SiteFacts:
     description: str = ""
     lang: str = ""
     baseurl: str | None = None  # None: the configuration does not say
+    url: str = ""  # scheme and host the site is served at (Hugo's baseURL, MkDocs' site_url), "" unknown
 
 
 @dataclass
@@ -190,15 +191,16 @@ def site_facts(detected: Detected) -> SiteFacts:
         config = next((root / n for n in HUGO_CONFIGS if (root / n).is_file()), None)
         data = _read_config(config) if config else {}
         params = data.get("params") if isinstance(data.get("params"), dict) else {}
+        base = data.get("baseURL") or data.get("baseurl")
         return SiteFacts(_text(data.get("title")), _text(params.get("description")),
                          _text(data.get("languageCode") or data.get("defaultContentLanguage")),
-                         _url_path(data.get("baseURL") or data.get("baseurl")))
+                         _url_path(base), _origin(base))
     if detected.generator == "mkdocs":
         config = next((root / n for n in MKDOCS_CONFIGS if (root / n).is_file()), None)
         data = _read_config(config) if config else {}
         theme = data.get("theme") if isinstance(data.get("theme"), dict) else {}
         return SiteFacts(_text(data.get("site_name")), _text(data.get("site_description")),
-                         _text(theme.get("language")), _url_path(data.get("site_url")))
+                         _text(theme.get("language")), _url_path(data.get("site_url")), _origin(data.get("site_url")))
     if detected.generator == "sphinx":
         source = _read_text(root / "conf.py")
         return SiteFacts(_python_string(source, "project"), "", _python_string(source, "language"))
@@ -215,6 +217,14 @@ def _url_path(value) -> str | None:
     if not value or not isinstance(value, str):
         return None
     return urlsplit(value).path.rstrip("/") or None
+
+
+def _origin(value) -> str:
+    """`https://example.org` of `https://example.org/docs/` ("" for a relative or missing URL)."""
+    if not value or not isinstance(value, str):
+        return ""
+    parts = urlsplit(value)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else ""
 
 
 def _text(value) -> str:

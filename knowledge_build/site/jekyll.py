@@ -72,7 +72,7 @@ def open_site(path: Path, baseurl: str | None = None, exclude=(), data: bool = T
                 generator=detected.generator, note=detected.note)
     facts = site_facts(detected)
     site.name, site.description, site.lang = facts.name, facts.description, facts.lang
-    site.baseurl = facts.baseurl or ""
+    site.baseurl, site.url = facts.baseurl or "", facts.url
     source = jekyll
     if source is not None:
         _read_jekyll_config(site, source / "_config.yml")
@@ -238,8 +238,10 @@ def find_pages(site: Site) -> list[Path]:
 
 
 # Pages a generator writes that are not content: its search page, indexes of names, the error page.
-_GENERATED_PAGES = {"404.html": "error page (404)", "search.html": "search page", "genindex.html": "generated index",
-                    "py-modindex.html": "generated index", "search/index.html": "search page"}
+_GENERATED_PAGES = {"404.html": "error page (404)", "404/index.html": "error page (404)", "search.html": "search page",
+                    "search/index.html": "search page", "genindex.html": "generated index",
+                    "genindex/index.html": "generated index", "py-modindex.html": "generated index",
+                    "py-modindex/index.html": "generated index"}  # Sphinx's dirhtml: name/index.html
 _GENERATED_FOLDERS = {"sphinx": {"_modules": "highlighted source code", "_sources": "page sources"},
                       "hugo": {"tags": "taxonomy list", "categories": "taxonomy list"}}
 
