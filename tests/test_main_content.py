@@ -262,6 +262,7 @@ def element(html: str):
     "<a href='x'>このページを編集</a>", "<p class='navbar'>x</p>", "<div role='banner'>x</div>",
     "<div role='contentinfo'>x</div>", "<form role='search'>x</form>", "<search>x</search>", "<ul class='menu'>x</ul>",
     "<a rel='edit' href='x'>x</a>", "<a href='/edit'>Edit this page</a>", "<a href='#main'>Skip to content</a>",
+    "<a href='a.html'>← 前へ: インストール</a>", "<a href='b.html'>Next: Usage »</a>",
 ])
 def test_chrome(html):
     assert is_chrome(element(html))
@@ -272,7 +273,8 @@ def test_chrome(html):
     "<canvas class='navcanvas'></canvas>", "<div class='content'>x</div>", "<section id='navigation'>x</section>",
     "<div class='section' id='table-of-contents'>x</div>", "<h2 id='sidebar'>サイドバー</h2>",
     "<div class='wy-nav-content'>x</div>", "<ul class='nav nav-tabs' role='tablist'>x</ul>",
-    "<a href='b.html'>次の例題へ進む前に</a>", "<a href='#id1'>本文への参照</a>",
+    "<a href='b.html'>次の例題へ進む前に</a>", "<a href='#id1'>本文への参照</a>", "<a href='b.html'>Next steps</a>",
+    "<a href='b.html'>次へ進む: 応用編</a>",
     "<a href='https://github.com/o/r/blob/main/x.py'>ソース</a>", "<div class='related-materials' id='related'>x</div>",
     "<span class='footnote-backref'>x</span>",
 ])

@@ -13,8 +13,8 @@ many generators share (never from one site's names).
   (split at spaces, `-` and `_`, so `toc` is not `stock`) naming sidebars, tables of contents,
   breadcrumbs, pagers, navigation, menus, skip links, edit links; `rel=prev|next|edit` links, Sphinx
   and Material `headerlink`s and any `¶`/`#` link of a heading; GitHub/GitLab edit links; links that
-  read only 前へ / 次へ / Previous / Next, このページを編集 / Edit this page, Skip to content (and the
-  like: NAV_LINK_TEXTS). An `<aside>` is chrome only by such a role or name (`<aside class="note">` is
+  read only 前へ / 次へ / Previous / Next (or one of these, a colon and a page's title),
+  このページを編集 / Edit this page, Skip to content (and the like: NAV_LINK_TEXTS). An `<aside>` is chrome only by such a role or name (`<aside class="note">` is
   content).
 - `page_language`, `generator_meta`, `meta_site_name`, `breadcrumbs`: what the page says about itself.
 - `site_name_suffix`, `strip_site_name`: the site's name at the end of page titles.
@@ -68,6 +68,10 @@ NAV_LINK_TEXTS = frozenset({
     "skip to content", "skip to main content", "skip to navigation", "コンテンツにスキップ", "本文へスキップ",
     "本文へ移動", "メインコンテンツへスキップ",
 })
+# A pager link that names the page it turns to: 「前へ: インストール」, "Next: Usage".
+_PAGER_WORDS = ("前", "次", "前へ", "次へ", "前のページ", "次のページ", "prev", "previous", "next", "older", "newer")
+_PAGER_PREFIX = re.compile("(?:" + "|".join(sorted(_PAGER_WORDS, key=len, reverse=True)) + r")\s*[:：]\s*\S",
+                           re.IGNORECASE)
 # An edit link of GitHub or GitLab (…/edit/main/docs/page.md, …/-/edit/…): the page's source, not its text.
 _EDIT_HREF = re.compile(r"^https?://[^/]*(?:github|gitlab)[^/]*/.+/edit/", re.IGNORECASE)
 _LINK_STRIP = " \t\n\r\u3000\u00a0\u200b←→«»‹›<>|:：・-–—⇐⇒◀▶◁▷"
@@ -129,7 +133,10 @@ def _chrome_link(el, classes: str | None) -> bool:
     elif _EDIT_HREF.match(href):
         return True
     text = "".join(el.itertext())
-    return len(text) <= 40 and " ".join(text.strip(_LINK_STRIP).lower().split()) in NAV_LINK_TEXTS
+    if len(text) > 80:
+        return False
+    words = " ".join(text.strip(_LINK_STRIP).lower().split())
+    return words in NAV_LINK_TEXTS or _PAGER_PREFIX.match(words) is not None
 
 
 @lru_cache(maxsize=8192)
