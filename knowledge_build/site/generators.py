@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -250,6 +249,8 @@ def _read_config(path: Path) -> dict:
     text = _read_text(path)
     try:
         if path.suffix == ".toml":
+            import tomllib
+
             data = tomllib.loads(text)
         elif path.suffix == ".json":
             import json
@@ -257,7 +258,7 @@ def _read_config(path: Path) -> dict:
             data = json.loads(text)
         else:
             data = yaml.load(text, Loader=_TolerantLoader)
-    except (ValueError, yaml.YAMLError):
+    except (ValueError, yaml.YAMLError):  # tomllib.TOMLDecodeError and json's errors are ValueErrors
         return {}
     return data if isinstance(data, dict) else {}
 
