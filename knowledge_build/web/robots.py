@@ -3,8 +3,8 @@
 One `RobotsCache` keeps each host's parsed robots.txt for `ttl` seconds (monotonic clock), so a
 long-running server crawling the same site again does not ask for it every time. The rules are
 urllib.robotparser's: the group for our user agent, else the `*` group. A robots.txt that cannot be
-fetched (timeout, refused connection, 5xx, a redirect, which the crawler never follows) allows
-everything with a warning on the "knowledge_build.web" logger: the seed design fails open, and the
+fetched (timeout, refused connection, 5xx, a redirect: robots.txt's own redirects are not followed,
+only pages' are) allows everything with a warning on the "knowledge_build.web" logger: the seed design fails open, and the
 page fetch that follows reports its own error if the site is really down. A 4xx (404: no robots.txt)
 allows everything silently.
 """
