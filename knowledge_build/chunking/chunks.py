@@ -127,15 +127,24 @@ def part_chunk(site: Site, page: Page, part, meta: dict) -> Chunk:
     element = KnowledgeElement(id=anchor, type=type_, title=title, text=content, line=part.line)
     learns, source = resolve_learns(site, page, element)
     fragment = f"#{part.fragment}" if part.fragment else ""
+    parents = _with_breadcrumbs(page.breadcrumbs, part.parents)
     return Chunk(
         id=f"{page.material}#{anchor}", material=page.material, anchor=anchor,
         url=f"{site.baseurl}{page.url_path}{fragment}", title=title, content=content,
         excerpt=excerpt(retrieval_content(content)), learns=learns, learns_source=source,
         type=type_, category=meta["category"], level=meta["level"], prerequisites=meta["prerequisites"],
         content_hash=content_hash(embed_text(title, embedded_learns(learns, source, type_, title),
-                                             retrieval_content(content), meta["title"], part.parents)),
-        material_title=meta["title"], line=part.line, source_path=page.rel, parents=part.parents,
+                                             retrieval_content(content), meta["title"], parents)),
+        material_title=meta["title"], line=part.line, source_path=page.rel, parents=parents,
     )
+
+
+def _with_breadcrumbs(trail: tuple[str, ...], parents: tuple[str, ...]) -> tuple[str, ...]:
+    """The page's breadcrumb trail (where the site puts the page: ガイド › 応用) before the headings
+    that enclose the part; a trail entry the headings repeat (the page's own title) is not doubled."""
+    if trail and parents and trail[-1] == parents[0]:
+        trail = trail[:-1]
+    return tuple(trail) + tuple(parents)
 
 
 # Decoration before a heading's words: emoji, and a shape (▶ ■ ●) followed by a space. A shape

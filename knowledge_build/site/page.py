@@ -52,6 +52,7 @@ class Page:
     parts: list = field(default_factory=list)  # sections.Part: every section and table (`sections` not off)
     redirect: bool = False  # a <meta http-equiv="refresh"> stub that sends the reader elsewhere
     lang: str = ""  # <html lang>'s primary subtag ("ja", "en"), "" when the page does not say
+    breadcrumbs: tuple[str, ...] = ()  # a built page's breadcrumb trail, the page itself left out
 
 
 def page_diagnostic(page, line, col, severity, rule, message, fix="") -> Diagnostic:

@@ -17,7 +17,7 @@ import lxml.html
 
 from ..html.box_text import box_title, clean, descendants, display_title, node_text, strip_emoji
 from ..html.blocks import HEADINGS
-from ..html.main_content import page_language, strip_site_name
+from ..html.main_content import breadcrumbs, page_language, strip_site_name
 from ..kinds import BY_TYPE, KNOWLEDGE_ID, type_of_id
 from ..text.tex import readable
 from .front_matter import front_matter_from_source, split_front_matter
@@ -113,6 +113,7 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
             title or clean(" ".join(root.xpath("(//h1)[1]//text()")))
     page.redirect = bool(_REFRESH(root))
     page.lang = page_language(root)
+    page.breadcrumbs = breadcrumbs(root)
     selected = selected_boxes(root, box_selectors)
     seen: dict[str, int] = {}
     box_lines: list[int] = []
