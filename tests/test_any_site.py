@@ -87,11 +87,16 @@ def test_a_source_folder_without_output_names_the_command_that_builds_it(tmp_pat
     assert result.exit_code == 1 and command in result.output and "Traceback" not in result.output
 
 
-def test_a_jekyll_source_of_markdown_pages_reads_its_site_output(tmp_path):
+def test_a_jekyll_source_of_markdown_pages_reads_its_site_output(tmp_path, fake_cli):
     root = _write(tmp_path / "s", {"_config.yml": "title: 架空ツール\n", "docs/a.md": "---\ntitle: A\n---\n# A\n",
                                    "_site/docs/a/index.html": PAGE.format(title="A")})
     found = detect(root)
     assert found.generator == "jekyll" and found.pages_root == root / "_site" and "Markdown" in found.note
+    result = fake_cli.invoke(main, ["build", "--site", str(root)])
+    assert result.exit_code == 0, result.output
+    assert f"Note: 1 Markdown page(s) in the Jekyll source: reading the built site '{root / '_site'}'" in result.output
+    assert "jekyll site: 1 pages found, 1 indexed." in result.output
+    assert (root / "_site" / "knowledge" / "v2" / "manifest.json").is_file()
 
 
 def test_built_output_is_known_by_its_generator_meta(tmp_path):
