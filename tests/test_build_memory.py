@@ -13,7 +13,6 @@ from knowledge_build import load_config, pipeline
 from knowledge_build.chunking.chunks import (
     ChunkSet,
     _chunk,
-    _duplicate_material,
     _page_meta,
     labels_of,
     part_chunk,
@@ -32,18 +31,9 @@ def _whole_site_chunks(site, pages, sections) -> ChunkSet:
     """The chunk rules applied with every page in hand (how make_chunks read the site before it
     streamed): the oracle the page-at-a-time extraction must equal."""
     result = ChunkSet()
-    owner = {}
-    for page in pages:
-        if page.elements:
-            owner.setdefault(page.material, page)
     labels = labels_of(Counter(t for page in pages for e in page.elements for t in e.bold_terms))
     for page in pages:
         parts = wanted_parts(page.parts, sections)
-        if page.elements or parts:
-            first = owner.setdefault(page.material, page)
-            if first is not page:
-                result.diagnostics.append(_duplicate_material(page, first.rel))
-                continue
         meta = _page_meta(site, page, result.diagnostics)
         result.chunks += [_chunk(site, page, e, meta, labels) for e in page.elements]
         result.chunks += [part_chunk(site, page, part, meta) for part in parts]
@@ -75,20 +65,16 @@ def _write(root: Path, rel: str, body: str, title: str = "教材") -> None:
     path.write_text(f"---\ntitle: {title}\nlevel: 謎\n---\n{body}", encoding="utf-8")
 
 
-def test_a_sections_page_read_before_a_boxes_page_of_its_name_loses_the_name_to_it(tmp_path):
+def test_pages_of_one_file_name_in_other_folders_each_keep_their_chunks(tmp_path):
     (tmp_path / "_config.yml").write_text("baseurl: ''\n", encoding="utf-8")
     _write(tmp_path, "a/x.html", "<h2>節の見出し</h2><p>節の本文です。</p>")
     _write(tmp_path, "b/x.html", '<div class="rule-box" id="rule-one"><strong>規則</strong><p>本文。</p></div>')
     _write(tmp_path, "c/x.html", "<h2>別の見出し</h2><p>別の本文です。</p>")
-    _write(tmp_path, "d/y.html", "<h2>先の見出し</h2><p>先の本文です。</p>")
-    _write(tmp_path, "e/y.html", "<h2>後の見出し</h2><p>後の本文です。</p>")
     streamed = _assert_streaming_equals_whole_site(load_config(site=tmp_path, env={}))
-    assert {c.source_path for c in streamed.chunks} == {"b/x.html", "d/y.html"}
-    lost = [(Path(d.path).parent.name, d.message.split(" is also used by ")[1].split(",")[0])
-            for d in streamed.diagnostics if d.rule == "duplicate-material"]
-    assert lost == [("a", "b/x.html"), ("c", "b/x.html"), ("e", "d/y.html")]
+    assert {(c.material, c.source_path) for c in streamed.chunks} == {
+        ("a/x", "a/x.html"), ("b/x", "b/x.html"), ("c/x", "c/x.html")}
     levels = [Path(d.path).parent.name for d in streamed.diagnostics if d.rule == "unknown-level"]
-    assert levels == ["b", "d"]  # a page that loses its name has no chunks to give a level
+    assert levels == ["a", "b", "c"]
 
 
 def test_bold_words_of_boxes_on_later_pages_make_a_label_for_an_earlier_box(tmp_path):

@@ -32,19 +32,6 @@ class ChunkSet:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def _duplicate_material(page: Page, other: str) -> Diagnostic:
-    """Two pages of one file name: an error when boxes collide (the build stops), a warning when only
-    sections would (sites have many index.html pages; the second one's sections are not indexed)."""
-    if page.elements:
-        return Diagnostic(str(page.path), 1, 1, "error", "duplicate-material",
-                          f"material name '{page.material}' is also used by {other}; "
-                          "chunk ids (material#anchor) would collide", "rename one of the two files")
-    return Diagnostic(str(page.path), 1, 1, "warning", "duplicate-material",
-                      f"material name '{page.material}' is also used by {other}, so this page's sections are not "
-                      "indexed (chunk ids material#sec-… would collide)",
-                      "rename one of the two files, or add the page to 'exclude'")
-
-
 def wanted_parts(parts: list, sections: str) -> list:
     """The parts the `sections` setting makes chunks of: none (off), those that hold no anchored box
     (unanchored: the content no box chunk covers), or all of them."""
