@@ -1,6 +1,6 @@
 """Issue 24, acceptance (c2): the links the index holds land, in a real browser, on each generator's
 output. Each output is served on 127.0.0.1 at its base path (`/tsumiki/` for jekyll, hugo and
-mkdocs), and every chunk URL with a fragment (at most 40 a site, spread over the pages) is opened in
+mkdocs), and every chunk URL with a fragment (every one: the site has fewer than MAX_LINKS) is opened in
 Debian's headless Chromium: an id must name an element of the page, in view once loaded; a text
 directive must find its text in the page's rendered text (`fragment_lands`, as the tool checks it).
 """
@@ -9,6 +9,8 @@ import functools
 import http.server
 import re
 import threading
+import urllib.error
+import urllib.request
 from contextlib import contextmanager
 from urllib.parse import unquote, urlsplit
 
@@ -21,7 +23,7 @@ from .test_fragments_browser import TIMEOUT_MS, browser  # noqa: F401  (the modu
 
 pytestmark = [pytest.mark.browser, pytest.mark.model, pytest.mark.generators]
 
-MAX_LINKS = 40
+MAX_LINKS = 100  # more than the site has: every chunk link is opened
 OFF_SITE = re.compile(r"^https?://(?!127\.0\.0\.1[:/])")
 # Whether the element with this id exists and is in the viewport: "ok", or what is wrong.
 ID_LANDS = """id => {
@@ -88,6 +90,14 @@ def test_chunk_links_land_on_their_place_in_chromium(browser, generated_index): 
     assert links, f"{site.generator}: no chunk URL has a fragment"
     problems = {}
     with serving(site.output, site.base_path) as origin:
+        for page in sorted({c["url"].split("#")[0] for c in generated_index.chunks}):  # every chunk's page is served
+            try:
+                with urllib.request.urlopen(origin + page, timeout=TIMEOUT_MS / 1000) as response:
+                    status = response.status
+            except urllib.error.HTTPError as error:
+                status = error.code
+            if status != 200:
+                problems[page] = f"HTTP {status}"
         for url in links:
             tab = browser.new_page(viewport={"width": 1000, "height": 700})
             tab.set_default_timeout(TIMEOUT_MS)
