@@ -62,7 +62,8 @@ BUILD = knowledge_build.build
 
 def _build(monkeypatch, site_dir, *args):
     monkeypatch.setattr(knowledge_build, "build",
-                        lambda config, progress=False: BUILD(config, embedder=FakeEmbedder(), progress=progress))
+                        lambda config, progress=False, strict=False:
+                        BUILD(config, embedder=FakeEmbedder(), progress=progress, strict=strict))
     return CliRunner().invoke(main, ["build", "--site", str(site_dir), *args])
 
 
@@ -104,7 +105,8 @@ def test_build_on_a_terminal_draws_tqdm_s_bar_and_prints_no_lines(site_dir, monk
     screen = Terminal()
     monkeypatch.setattr("sys.stderr", screen)
     monkeypatch.setattr(knowledge_build, "build",
-                        lambda config, progress=False: BUILD(config, embedder=FakeEmbedder(), progress=progress))
+                        lambda config, progress=False, strict=False:
+                        BUILD(config, embedder=FakeEmbedder(), progress=progress, strict=strict))
     main.main(["build", "--site", str(site_dir)], standalone_mode=False)
     assert "\r" in screen.getvalue() and "embedding" in screen.getvalue() and "reading pages" in screen.getvalue()
     assert _stages(screen.getvalue()) == {}
