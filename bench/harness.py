@@ -293,9 +293,11 @@ def record_query_vectors(*embedders, reuse: bool = False) -> dict:
 def first_relevant_ranks(index, queries, k: int = 10) -> list[int | None]:
     """Per labelled query, the rank (1-based) of its first relevant result in the top k (hybrid
     search, the index's settings), None when none is there."""
+    from knowledge_build.evaluation.evaluate import place_id
+
     found = []
     for query in queries:
-        retrieved = [r.id for r in index.search(query.query, k=k)]
+        retrieved = [place_id(r, query.relevant) for r in index.search(query.query, k=k)]
         found.append(next((i for i, r in enumerate(retrieved, 1) if r in query.relevant), None))
     return found
 

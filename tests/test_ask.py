@@ -82,7 +82,8 @@ def test_the_context_holds_each_boxs_learns_and_text(chat, index, fake_index_dir
     assert all(item in prompt for item in top.learns)
 
 
-def test_web_chunks_sharing_a_url_are_one_source_and_mixed_with_the_site(chat, index, fake_index_dir, tmp_path):
+def test_web_chunks_sharing_a_url_are_one_place_in_one_context_block_mixed_with_the_site(chat, index, fake_index_dir,
+                                                                                          tmp_path):
     store = _monster_store(tmp_path / "store.sqlite")
     try:
         answer = kb.ask("ピカチュウ コダック ロコン タイプ", _config(chat, fake_index_dir, retrieval_count=6),
@@ -90,12 +91,15 @@ def test_web_chunks_sharing_a_url_are_one_source_and_mixed_with_the_site(chat, i
     finally:
         store.close()
     web = [r for r in answer.retrieval if r["source"] == "web"]
-    assert len(web) == 3 and {r["url"] for r in web} == {f"{MONSTERS}#table"}
-    assert all("similarity" in r for r in web)
+    assert len(web) == 1 and web[0]["url"] == f"{MONSTERS}#table"
+    assert "similarity" in web[0] and "relevance" in web[0]
     assert answer.sources.count(f"{MONSTERS}#table") == 1
     assert answer.sources == list(dict.fromkeys(r["url"] for r in answer.retrieval))
     assert any(r["source"] == "site" for r in answer.retrieval)  # RRF mixes both lists
-    assert "ピカチュウ | でんき" in chat.last_prompt
+    prompt = chat.last_prompt
+    assert prompt.count(f"URL: {MONSTERS}#table") == 1
+    block = prompt.split(f"URL: {MONSTERS}#table")[1].split("\n\n[")[0]  # the place's block, up to the next
+    assert all(row in block for row in ("フシギダネ | くさ", "ピカチュウ | でんき", "ロコン | ほのお"))
 
 
 def test_a_similarity_threshold_keeps_weak_web_chunks_out_of_the_context(chat, index, fake_index_dir, tmp_path):

@@ -91,7 +91,8 @@ def test_exact_keyword_finds_its_page_first(store):
     results = store.query("ユークリッドの互除法")
     assert results[0]["source"] == "https://math.example/6"
     assert set(results[0]) == {"id", "source", "url", "title", "heading", "parents", "kind", "text", "chunk_index",
-                               "crawled_at", "language", "similarity", "score"}
+                               "crawled_at", "language", "similarity", "score", "relevance", "relevant",
+                               "sub_results"}
     assert results[0]["url"] == "https://math.example/6#s0"
 
 

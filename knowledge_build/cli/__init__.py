@@ -137,7 +137,9 @@ def _build_summary(result) -> dict:
 @click.argument("query", required=False)
 @INDEX_OPTION
 @SITE_OPTION
-@click.option("-k", "--k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="Number of results.")
+@click.option("-k", "--k", "k", type=click.IntRange(1, 100), default=5, show_default=True,
+              help="Number of places: chunks whose links land on the same spot (a table's rows) are one result, "
+              "the others listed under it.")
 @click.option("--type", "type_", type=click.Choice(TYPES))
 @click.option("--category", help="Only chunks of this category: its id (front matter 'category') or the "
               "name _data/categories.yml gives it.")
@@ -229,6 +231,9 @@ def _print_table(results) -> None:
             click.echo(f"    also at: {printable(', '.join(loc['url'] for loc in r.locations))}")
         if r.learns:
             click.echo(f"    学べること: {printable(' / '.join(r.learns))}")
+        for sub in r.sub_results:
+            click.echo(f"      + {printable(sub['id'])}  relevance {sub['relevance']:.3f}  score {sub['score']:.4f}  "
+                       f"{printable(' '.join(sub['excerpt'].split())[:60])}")
 
 
 @main.command("eval")

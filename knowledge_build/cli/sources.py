@@ -194,16 +194,20 @@ def delete(url, store, index_dir, site, fmt):
 @sources.command("query")
 @click.argument("query")
 @click.option("-k", "--top-k", "top_k", type=click.IntRange(1, 50), default=5, show_default=True,
-              help="Results to return (1–50).")
+              help="Places to return (1–50): chunks whose links land on the same spot (a table's rows) are one "
+              "result, the others listed under it.")
 @click.option("--threshold", type=click.FloatRange(0, 1),
               help="Leave out results whose cosine similarity is below this (0–1).")
+@click.option("--min-relevance", type=click.FloatRange(0, 1),
+              help="Leave out results whose calibrated relevance is below this (0.5: those marked relevant).")
 @_STORE
 @INDEX_OPTION
 @SITE_OPTION
 @_FORMAT
 @fail_on_library_errors
-def query(query, top_k, threshold, store, index_dir, site, fmt):
-    """Search the stored web pages (hybrid: vectors and Japanese tokens, fused)."""
+def query(query, top_k, threshold, min_relevance, store, index_dir, site, fmt):
+    """Search the stored web pages (hybrid: vectors and Japanese tokens, fused), with each result's
+    relevance as the site's search gives it."""
     from ..serve.retrieval_log import enable, log_retrieval
 
     if not query.strip():
@@ -212,17 +216,25 @@ def query(query, top_k, threshold, store, index_dir, site, fmt):
     enable(config.debug_log)
     target = _open_store(config)
     try:
-        results = target.query(query, k=top_k, threshold=threshold)
+        results = target.query(query, k=top_k, threshold=threshold, min_relevance=min_relevance)
     finally:
         target.close()
     log_retrieval(query, results)
     if fmt == "json":
-        click.echo(json.dumps({"query": query, "results": results, "total": len(results)}, ensure_ascii=False,
-                              indent=2))
+        click.echo(json.dumps({"query": query, "relevant": any(r["relevant"] for r in results), "results": results,
+                               "total": len(results)}, ensure_ascii=False, indent=2))
         return
     if not results:
         click.echo("No results.")
     for rank, r in enumerate(results, 1):
         heading = " › ".join([*r["parents"], r["heading"]] if r["heading"] else r["parents"])
-        click.echo(f"{rank}. {r['title']}{' › ' + heading if heading else ''}  (score {r['score']:.3f}, "
-                   f"similarity {r['similarity']:.3f})\n   {r['url']}\n   {r['text'][:120].replace(chr(10), ' ')}")
+        mark = "" if r["relevant"] else ", not relevant"
+        click.echo(f"{rank}. {r['title']}{' › ' + heading if heading else ''}  (relevance {r['relevance']:.3f}{mark}, "
+                   f"score {r['score']:.3f}, similarity {r['similarity']:.3f})\n   {r['url']}\n"
+                   f"   {_line(r['text'])}")
+        for sub in r["sub_results"]:
+            click.echo(f"     + {sub['id']}  relevance {sub['relevance']:.3f}  {_line(sub['text'], 80)}")
+
+
+def _line(text: str, chars: int = 120) -> str:
+    return " ".join(text.split())[:chars]

@@ -124,7 +124,7 @@ def evaluate(index, queries: list[LabelledQuery], k: int = 5, mode: str = "hybri
         started = time.perf_counter()
         results = index.search(query.query, k=max(k, DEPTH), mode=mode)
         latencies.append((time.perf_counter() - started) * 1000)
-        retrieved = [r.id for r in results]
+        retrieved = [place_id(r, query.relevant) for r in results]
         rows.append({"qid": query.qid, "query": query.query, "kind": query.kind,
                      "relevant": list(query.relevant), "retrieved": retrieved[:DEPTH],
                      "rank": next((i for i, r in enumerate(retrieved, 1) if r in query.relevant), None),
@@ -138,6 +138,15 @@ def evaluate(index, queries: list[LabelledQuery], k: int = 5, mode: str = "hybri
                          "queries": sum(r["kind"] == kind for r in rows)} for kind in kinds},
         latency_ms={"p50": round(statistics.median(latencies), 2), "p95": round(_p95(latencies), 2)},
         queries=rows)
+
+
+def place_id(result, relevant) -> str:
+    """The id a result scores with: results are places (search/places.py), so a relevant chunk among
+    its sub-results (a table's other rows) counts at the place's rank."""
+    for chunk_id in (result.id, *(sub["id"] for sub in result.sub_results)):
+        if chunk_id in relevant:
+            return chunk_id
+    return result.id
 
 
 def query_metrics(retrieved: list[str], relevant: set[str], k: int) -> dict[str, float]:

@@ -22,6 +22,7 @@ from ..model import Chunk
 from ..text.ja import analyze_query, nfkc
 from ..text.thesaurus import textbook_wording, thesaurus_terms
 from .filters import FilterVocabulary
+from .places import by_place
 from .ranking import SearchSettings, fuse, type_weights
 from .relevance import lexical_coverage, relevances
 
@@ -55,11 +56,15 @@ class SearchResult:
     # off-topic query are `relevant: false`.
     relevance: float = 0.0
     relevant: bool = False
+    # The other chunks of the same place (places.py: the same url, e.g. a table's other rows), best
+    # first: id, url, title, excerpt, score, similarity, relevance, relevant. `k` counts places.
+    sub_results: tuple[dict, ...] = ()
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data["learns"] = list(self.learns)
         data["locations"] = [dict(x) for x in self.locations]
+        data["sub_results"] = [dict(x) for x in self.sub_results]
         return data
 
 
@@ -187,14 +192,11 @@ class KnowledgeIndex:
         ordered = sorted(fused.items(), key=lambda item: (-item[1], item[0]))  # rows are in id order
         similar = self.settings.min_similarity if min_similarity is None else min_similarity
         relevant = self.settings.min_relevance if min_relevance is None else min_relevance
-        results = []
-        for row, score, similarity, relevance in self._candidates(ordered, qvec, channels.get("dense", {}), fields):
-            if (similar is None or similarity >= similar) and (relevant is None or relevance >= relevant):
-                result = self._result(row, score, similarity, source, relevance)
-                results.append(self._with_locations(row, result))
-            if len(results) == k:
-                break
-        return results
+        passing = (c for c in self._candidates(ordered, qvec, channels.get("dense", {}), fields)
+                   if (similar is None or c[2] >= similar) and (relevant is None or c[3] >= relevant))
+        return [replace(self._with_locations(lead[0], self._result(*lead, source)),
+                        sub_results=tuple(self._sub_result(*other) for other in others))
+                for lead, others in by_place(passing, lambda c: self._url(c[0]), k)]
 
     def _candidates(self, ordered, qvec, cosines: dict, fields: dict):
         """(row, score, similarity, relevance) in ranked order; computed a window at a time (the first
@@ -301,7 +303,7 @@ class KnowledgeIndex:
         # JSON has no NaN: a non-finite number (a broken dense source) reads as no similarity.
         return round(float(np.clip(cosine, 0.0, 1.0)) if np.isfinite(cosine) else 0.0, 6)
 
-    def _result(self, row: int, score: float, similarity: float, source: str, relevance: float) -> SearchResult:
+    def _result(self, row: int, score: float, similarity: float, relevance: float, source: str) -> SearchResult:
         chunk = self.chunks[row]
         score = score if np.isfinite(score) else 0.0
         return SearchResult(id=chunk.id, url=chunk.url, title=chunk.title, learns=chunk.learns,
@@ -309,6 +311,17 @@ class KnowledgeIndex:
                             type=chunk.type, material=chunk.material, anchor=chunk.anchor, source=source,
                             absolute_url=self.absolute_url(chunk.url), relevance=relevance,
                             relevant=relevance >= self.settings.relevance_threshold)
+
+    def _sub_result(self, row: int, score: float, similarity: float, relevance: float) -> dict:
+        """Another chunk of a result's place (places.py), as the result lists it in `sub_results`."""
+        chunk = self.chunks[row]
+        return {"id": chunk.id, "url": chunk.url, "title": chunk.title, "excerpt": chunk.excerpt,
+                "score": round(score, 6) if np.isfinite(score) else 0.0, "similarity": similarity,
+                "relevance": relevance, "relevant": relevance >= self.settings.relevance_threshold}
+
+    def _url(self, row: int) -> str:
+        """The row's link (its place) without decoding a v2 chunk."""
+        return self.chunks[row].url if self._by_id is not None else self.chunks.brief(row)[1]
 
     def _with_locations(self, row: int, result: SearchResult) -> SearchResult:
         """The result with the other places that teach its concept (done only for results returned:

@@ -3,11 +3,14 @@ chat model (OpenAI or an OpenAI-compatible server) as context, and return its an
 sources it was given. The system prompt introduces the site by its own name, description and
 language (site_identity.py), in Japanese or English.
 
-Retrieval: the site's k best results whose relevance reaches `relevance_threshold`, and, when the
-store holds web sources, its k best whose similarity reaches `similarity_threshold`, mixed by
-reciprocal rank as search_knowledge mixes them. With retrieval disabled (`rag_enabled: false`),
-nothing relevant, or retrieval failing, the model is asked without context and `Answer.note` says
-why. A chat model that fails (HTTP error, timeout, nobody listening) raises ChatFailed.
+Retrieval: the site's k best places whose relevance reaches `relevance_threshold`, and, when the
+store holds web sources, its k best places whose relevance reaches it too (and whose similarity
+reaches `similarity_threshold` when set), mixed by reciprocal rank as search_knowledge mixes them.
+A place (search/places.py: chunks sharing a url, such as a table's rows) is one numbered context
+block: its lead's text, then its sub-results'. With retrieval disabled (`rag_enabled: false`),
+nothing relevant, or retrieval failing, the model is asked without context, told that no relevant
+passage was found, and `Answer.note` says why. A chat model that fails (HTTP error, timeout,
+nobody listening) raises ChatFailed.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from .site_identity import SiteIdentity, identity_of
 log = logging.getLogger("knowledge_build.answer")
 DEFAULT_MODEL = "gpt-4o-mini"
 CHAT_RETRIES = 1  # one more try for a transient failure; a person is waiting for the answer
-TEXT_CHARS = 1500  # of each result's text in the context: a few boxes fit any model's window
+TEXT_CHARS = 1500  # of each chunk's text in the context: a few boxes fit any model's window
+PLACE_CHARS = 4000  # of a place's block: its lead and as many of its sub-results as fit
 NOTE_DISABLED = "retrieval disabled (rag_enabled: false)"
 NOTE_NOTHING = "nothing relevant found"
 
@@ -62,7 +66,7 @@ class Answer:
     answer: str
     sources: list[str]  # unique URLs in rank order (absolute_url where known, else url)
     context_used: bool
-    retrieval: list[dict] = field(default_factory=list)  # {rank, id, title, url, source, relevance|similarity, score}
+    retrieval: list[dict] = field(default_factory=list)  # {rank, id, title, url, source, [similarity,] relevance, score}
     note: str | None = None  # why no context was used
 
     def to_dict(self) -> dict:
@@ -189,17 +193,37 @@ def _search(question: str, config, index, sources) -> list[dict]:
     finally:
         if opened and hasattr(searcher, "close"):
             searcher.close()
-    return mixed(site, [{**web_result(row), "text": row["text"]} for row in web], config.retrieval_count)
+    web = [{**web_result(row), "text": _place_text([row["text"], *(sub["text"] for sub in row["sub_results"])])}
+           for row in web]
+    return mixed(site, web, config.retrieval_count)
 
 
 def _site_result(searcher, result) -> dict:
     data = result.to_dict()
     base = getattr(searcher, "index", searcher)  # a SearchService answers over a KnowledgeIndex
-    try:
-        data["text"] = base.get(result.id).content
-    except KnowledgeBuildError:
-        data["text"] = result.excerpt
+    chunks = (data, *data["sub_results"])
+    data["text"] = _place_text([_content(base, chunk["id"], chunk["excerpt"]) for chunk in chunks])
     return data
+
+
+def _content(base, chunk_id: str, excerpt: str) -> str:
+    try:
+        return base.get(chunk_id).content
+    except KnowledgeBuildError:
+        return excerpt
+
+
+def _place_text(texts: list[str]) -> str:
+    """A place's text for its context block: each chunk's text (cut at TEXT_CHARS), lead first, while
+    the block stays within PLACE_CHARS."""
+    kept: list[str] = []
+    for text in texts:
+        text = str(text or "").strip()
+        text = text[:TEXT_CHARS] + "…" if len(text) > TEXT_CHARS else text
+        if kept and sum(len(t) + 2 for t in kept) + len(text) > PLACE_CHARS:
+            break
+        kept.append(text)
+    return "\n\n".join(kept)
 
 
 def _web(question: str, config, searcher, sources) -> list[dict]:
@@ -215,7 +239,8 @@ def _web(question: str, config, searcher, sources) -> list[dict]:
     try:
         if not store.status()["chunks"]:
             return []
-        return store.query(question, k=config.retrieval_count, threshold=config.similarity_threshold)
+        return store.query(question, k=config.retrieval_count, threshold=config.similarity_threshold,
+                           min_relevance=config.relevance_threshold)
     except InputTooLarge:
         raise
     except (KnowledgeBuildError, OSError, sqlite3.Error) as exc:
@@ -265,7 +290,7 @@ def _context_block(number: int, result: dict, words: PromptTexts) -> str:
     if result.get("learns"):
         lines.append(f"{words.learns}: " + " / ".join(result["learns"]))
     text = str(result.get("text") or result.get("excerpt") or "").strip()
-    lines.append(f"{words.text}: " + (text[:TEXT_CHARS] + "…" if len(text) > TEXT_CHARS else text))
+    lines.append(f"{words.text}: " + (text[:PLACE_CHARS] + "…" if len(text) > PLACE_CHARS else text))
     return "\n".join(lines)
 
 
@@ -279,7 +304,6 @@ def _summary(rank: int, result: dict) -> dict:
            "source": "web" if web else "site"}
     if web:
         row["similarity"] = result.get("similarity")
-    else:
-        row["relevance"] = result.get("relevance")
+    row["relevance"] = result.get("relevance")
     row["score"] = result.get("score")
     return row

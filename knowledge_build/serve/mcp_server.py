@@ -34,13 +34,16 @@ absolute_url (the same on the site's host, when known), title, learns (what the 
 learns there), excerpt, similarity (0-1), relevance (calibrated 0-1) and relevant (true
 when relevance >= 0.5), type (rule, method, definition, example, tip; section: a page's text
 under a heading, linked to the heading; table: rows of a table with its header), source (database
-or artifacts) and locations (other pages teaching the same concept). Top-level `relevant`
-is false when no result is relevant: the site has nothing on the question, do not cite
-these results. min_relevance (0-1, e.g. 0.5) drops results below it.
+or artifacts), locations (other pages teaching the same concept) and sub_results (the other
+chunks of the same place, e.g. more rows of the same table: id, url, title, excerpt, score,
+similarity, relevance, relevant). top_k counts places: chunks sharing a url are one result.
+Top-level `relevant` is false when no result is relevant: the site has nothing on the
+question, do not cite these results. min_relevance (0-1, e.g. 0.5) drops results below it.
 Filters: type, category (id or the name the site gives it), material (page name or
 title), level (基礎, 標準, 発展). A filter value the site does not have is an error naming
 the values it has. include_sources (default: true when web sources are stored, and no filter
-is given) mixes chunks of crawled web pages into the list (source "web", source_url, heading)."""
+is given) mixes chunks of crawled web pages into the list (source "web", source_url, heading;
+with relevance and relevant measured the same way)."""
 
 
 def create_server(service, notes, sources=None, crawl_settings=None, site=None):
@@ -83,12 +86,11 @@ def _register_search(server, service, sources, description: str) -> None:
         except (kb.InputTooLarge, kb.UnknownFilterValue) as exc:
             return _error(str(exc))
         site = [r.to_dict() for r in results]
-        relevant = any(r.relevant for r in results)
         filtered = any(v is not None for v in (type, category, material, level, min_relevance))
         if sources is not None and (include_sources or (include_sources is None and not filtered)):
-            site = mixed(site, web_results(sources, query, _top_k(top_k)), _top_k(top_k))
+            site = mixed(site, web_results(sources, query, _top_k(top_k), min_relevance), _top_k(top_k))
         log_retrieval(query, site)
-        return _ok({"results": site, "total": len(site), "relevant": relevant})
+        return _ok({"results": site, "total": len(site), "relevant": any(r["relevant"] for r in site)})
 
 
 def _register_chunk_tools(server, service) -> None:

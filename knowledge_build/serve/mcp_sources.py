@@ -8,6 +8,7 @@ server's token when one is set, so writes do too; over stdio the client is the l
 from __future__ import annotations
 
 RRF_K = 60  # reciprocal-rank constant for mixing the site's list and the web's
+EXCERPT_CHARS = 300  # of a web chunk's text, as the site's excerpts
 
 
 def register_source_tools(server, sources, settings, ok, error) -> None:
@@ -69,21 +70,24 @@ def _with_max_pages(settings, max_pages: int):
 
 def mixed(site_results: list[dict], web_results: list[dict], k: int) -> list[dict]:
     """One list of the site's results and the web's, by reciprocal rank fusion of the two rankings
-    (their scores are not on one scale); the site's result first on equal ranks."""
+    (their scores are not on one scale); the site's result first on equal ranks. Both lists are of
+    places (search/places.py) and a site's url is never a web page's, so `k` counts places here too."""
     ranked = [(1 / (RRF_K + rank), 0, rank, r) for rank, r in enumerate(site_results, 1)]
     ranked += [(1 / (RRF_K + rank), 1, rank, r) for rank, r in enumerate(web_results, 1)]
     ranked.sort(key=lambda item: (-item[0], item[1], item[2]))
     return [r for *_, r in ranked[:k]]
 
 
-def web_results(sources, query: str, k: int) -> list[dict]:
-    """The web sources' best chunks for search_knowledge, or none when the store cannot answer (the
-    database is down, the file is locked): the site's results must still come back, so the failure
-    is a logged warning, never the search's error."""
+def web_results(sources, query: str, k: int, min_relevance: float | None = None) -> list[dict]:
+    """The web sources' best places for search_knowledge (those below `min_relevance` left out), or
+    none when the store cannot answer (the database is down, the file is locked): the site's results
+    must still come back, so the failure is a logged warning, never the search's error."""
     import logging
 
     try:
-        return [web_result(row) for row in sources.query(query, k=k)] if sources.status()["chunks"] else []
+        if not sources.status()["chunks"]:
+            return []
+        return [web_result(row) for row in sources.query(query, k=k, min_relevance=min_relevance)]
     except Exception as exc:  # any failure of the store: the site's answer goes on without it
         logging.getLogger("knowledge_build.store").warning(
             "web sources left out of this search: the store cannot be read (%s)", exc)
@@ -91,8 +95,14 @@ def web_results(sources, query: str, k: int) -> list[dict]:
 
 
 def web_result(row: dict) -> dict:
-    """A source-store result as search_knowledge shows it beside the site's."""
+    """A source-store result as search_knowledge shows it beside the site's: with its relevance, and
+    the other chunks of its place (the same url) in `sub_results`, as the site's results have them."""
     return {"id": row["id"], "url": row["url"], "absolute_url": row["url"], "title": row["title"],
             "heading": row["heading"], "parents": list(row["parents"]), "type": row["kind"],
-            "excerpt": row["text"][:300], "similarity": row["similarity"], "score": row["score"],
-            "source": "web", "source_url": row["source"], "crawled_at": row["crawled_at"]}
+            "excerpt": row["text"][:EXCERPT_CHARS], "similarity": row["similarity"], "score": row["score"],
+            "relevance": row["relevance"], "relevant": row["relevant"],
+            "source": "web", "source_url": row["source"], "crawled_at": row["crawled_at"],
+            "sub_results": [{"id": sub["id"], "url": sub["url"], "title": sub["title"],
+                             "excerpt": sub["text"][:EXCERPT_CHARS], "score": sub["score"],
+                             "similarity": sub["similarity"], "relevance": sub["relevance"],
+                             "relevant": sub["relevant"]} for sub in row.get("sub_results", ())]}

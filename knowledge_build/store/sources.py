@@ -19,9 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from ..search.knowledge_index import check_query
+from ..search.places import by_place
 from ..search.ranking import SearchSettings, fuse
 from ..web.chunk import WebChunk
 from .common import InvalidChunks, NotFound, utc_now
+from .source_relevance import scored
 
 
 class SourceStore:
@@ -72,19 +74,24 @@ class SourceStore:
     def sources(self) -> list[dict]:
         return self._db.sources()
 
-    def query(self, text: str, k: int = 5, threshold: float | None = None) -> list[dict]:
-        """The k best chunks for a question (dense + lexical, fused as the site's search does).
+    def query(self, text: str, k: int = 5, threshold: float | None = None,
+              min_relevance: float | None = None) -> list[dict]:
+        """The k best places for a question (dense + lexical, fused as the site's search does; chunks
+        sharing a url are one place, search/places.py), each with `relevance` and `relevant` as the
+        site's results (source_relevance.py) and its place's other chunks in `sub_results`.
         threshold: the minimum cosine similarity between the query's and a chunk's vectors; a chunk
-        below it is left out even when its words match (None keeps every candidate)."""
+        below it is left out even when its words match (None keeps every candidate). min_relevance:
+        chunks whose relevance is lower are left out (an off-topic question then gets [])."""
         from ..text.ja import analyze_query, nfkc
 
         text = check_query(text)
         if not text:
             return []
         vector = self.embedder.embed_query(nfkc(text))
-        return self.query_vector(vector, analyze_query(text), k, threshold)
+        return self.query_vector(vector, analyze_query(text), k, threshold, min_relevance)
 
-    def query_vector(self, vector, tokens: list[str] | dict, k: int = 5, threshold: float | None = None) -> list[dict]:
+    def query_vector(self, vector, tokens: list[str] | dict, k: int = 5, threshold: float | None = None,
+                     min_relevance: float | None = None) -> list[dict]:
         """query() with the embedding and analysis done: `tokens` is analyze_query's dict, or a
         list of lemmas (which then also stand for the page and heading fields)."""
         if k <= 0:
@@ -97,16 +104,21 @@ class SourceStore:
         # Every candidate's cosine from its stored vector: the same numbers whichever index found it.
         cosine = {i: float(np.dot(qvec, row["embedding"])) for i, row in rows.items()}
         fused = fuse({"dense": {i: cosine[i] for i in dense}, "lexical": lexical}, self.settings)
-        results = []
         order = sorted(fused, key=lambda i: (-round(fused[i], 6), rows[i]["source_url"], rows[i]["chunk_index"]))
-        for row_id in order:
-            row, similarity = rows[row_id], cosine[row_id]
-            if threshold is not None and similarity < threshold:
-                continue
-            results.append(_result(row, similarity, fused[row_id]))
-            if len(results) == k:
-                break
-        return results
+        passing = ((i, relevance) for i, relevance in scored(order, rows, cosine, tokens, self._db.statistics,
+                                                             self.settings)
+                   if (threshold is None or cosine[i] >= threshold)
+                   and (min_relevance is None or relevance >= min_relevance))
+        made = [[self._result(rows[i], cosine[i], fused[i], relevance) for i, relevance in (lead, *others)]
+                for lead, others in by_place(passing, lambda item: rows[item[0]]["url"], k)]
+        return [{**lead, "sub_results": [_sub_result(r) for r in others]} for lead, *others in made]
+
+    def _result(self, row: dict, similarity: float, score: float, relevance: float) -> dict:
+        return {"id": f"web-{row['id']}", "source": row["source_url"], "url": row["url"], "title": row["title"],
+                "heading": row["heading"], "parents": row["parents"], "kind": row["kind"], "text": row["text"],
+                "chunk_index": row["chunk_index"], "crawled_at": row["crawled_at"], "language": row["language"],
+                "similarity": round(float(np.clip(similarity, 0, 1)), 6), "score": round(float(score), 6),
+                "relevance": relevance, "relevant": relevance >= self.settings.relevance_threshold}
 
     def close(self) -> None:
         self._db.close()
@@ -151,8 +163,8 @@ def unit_vector(vector: np.ndarray) -> np.ndarray:
     return (vector / norm).astype(np.float32) if norm else vector.astype(np.float32)
 
 
-def _result(row: dict, similarity: float, score: float) -> dict:
-    return {"id": f"web-{row['id']}", "source": row["source_url"], "url": row["url"], "title": row["title"],
-            "heading": row["heading"], "parents": row["parents"], "kind": row["kind"], "text": row["text"],
-            "chunk_index": row["chunk_index"], "crawled_at": row["crawled_at"], "language": row["language"],
-            "similarity": round(float(np.clip(similarity, 0, 1)), 6), "score": round(float(score), 6)}
+def _sub_result(result: dict) -> dict:
+    """Another chunk of a result's place, as the result lists it in `sub_results`."""
+    keep = ("id", "url", "title", "heading", "kind", "text", "chunk_index", "similarity", "score", "relevance",
+            "relevant")
+    return {name: result[name] for name in keep}

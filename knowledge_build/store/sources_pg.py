@@ -12,11 +12,12 @@ import numpy as np
 
 from ..search.ranking import SearchSettings
 from .common import SourcesUnavailable, utc_now
+from .source_relevance import StoreStatistics
 
 # Field -> (lexeme mark, tsvector weight class); ts_rank's weights are given as {D, C, B, A}.
 _MARKS = {"lemma": ("l", "A"), "page": ("p", "B"), "heading": ("h", "B"), "kana2": ("k", "C"), "reading": ("r", "D")}
 _COLUMNS = ("id", "source_url", "chunk_index", "url", "title", "heading", "parents", "kind", "text", "crawled_at",
-            "embedding", "language")
+            "embedding", "language", "tokens")
 
 
 def _schema(dim: int) -> list[str]:
@@ -52,7 +53,12 @@ def lexemes(tokens: dict) -> dict[str, list[str]]:
 def tsquery(tokens: dict) -> str:
     """A tsquery text: any of the query's field-marked tokens (quotes and backslashes doubled)."""
     words = [w for weight in lexemes(tokens).values() for w in weight]
-    return " | ".join("'" + w.replace("\\", "\\\\").replace("'", "''") + "'" for w in dict.fromkeys(words))
+    return " | ".join(_quoted(w) for w in dict.fromkeys(words))
+
+
+def _quoted(lexeme: str) -> str:
+    """One lexeme as tsquery text: quoted, its quotes and backslashes doubled (so any token)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 class PostgresSources:
@@ -63,6 +69,7 @@ class PostgresSources:
 
         self.dim, self.settings = dim, settings
         self._lock = threading.Lock()
+        self._lengths: tuple[tuple, dict] | None = None  # ((generation, chunks), mean tokens per field)
         self._conn = connect(url)
         self._conn.commit()  # connect() may have read the vector type: end that implicit transaction
         self._conn.autocommit = True  # every read and write below is an explicit transaction
@@ -148,6 +155,28 @@ class PostgresSources:
                 row["embedding"] = np.asarray(row["embedding"].to_numpy(), dtype=np.float32)  # a pgvector Vector
                 rows[row["id"]] = row
         return dense, lexical, rows
+
+    def statistics(self, tokens: dict) -> StoreStatistics:
+        """As SqliteSources.statistics: document frequencies from the GIN index of the field-marked
+        lexemes; the mean lengths summed again only when the chunks changed (a write takes a new
+        generation, a delete lowers the count)."""
+        marked = {(name, t): _quoted(f"{_MARKS[name][0]}:{t}") for name, words in tokens.items() if name in _MARKS
+                  for t in dict.fromkeys(words) if t}
+        with self._lock, self._conn.transaction():
+            self._conn.execute("set transaction isolation level repeatable read")
+            key = self._conn.execute("select (select last_value from knowledge_source_generation),"
+                                     " (select count(*) from knowledge_source_chunks)").fetchone()
+            if self._lengths is None or self._lengths[0] != key:
+                sums = ", ".join(f"coalesce(sum(jsonb_array_length(tokens -> '{name}')), 0)" for name in _MARKS)
+                totals = self._conn.execute(f"select {sums} from knowledge_source_chunks").fetchone()
+                self._lengths = (key, {name: float(total) / key[1] if key[1] else 0.0
+                                       for name, total in zip(_MARKS, totals)})
+            found = dict(self._conn.execute(
+                "select q, (select count(*) from knowledge_source_chunks where lexemes @@ q::tsquery)"
+                " from unnest(%s::text[]) q", (list(marked.values()),)).fetchall()) if marked else {}
+            (_, chunks), mean = self._lengths
+        return StoreStatistics(chunks, {name: mean.get(name, 0.0) for name in tokens},
+                               {pair: int(found.get(query, 0)) for pair, query in marked.items()})
 
     def close(self) -> None:
         self._conn.close()

@@ -14,10 +14,11 @@ import numpy as np
 
 from ..search.ranking import SearchSettings
 from .common import FIELDS, SourcesUnavailable, fts_document, fts_match, log, utc_now
+from .source_relevance import StoreStatistics
 from .sqlite_transaction import sqlite_transaction
 
 _COLUMNS = ("id", "source_url", "chunk_index", "url", "title", "heading", "parents", "kind", "text", "crawled_at",
-            "embedding", "language")
+            "embedding", "language", "tokens")
 _warned_fallback = False
 # Query tokens found in more chunks than this share (and this count) are not searched (_selective).
 MAX_DF_SHARE = 0.05
@@ -84,6 +85,7 @@ class SqliteSources:
         module, sqlite_vec = sqlite_module(vector_index)
         self._lock = threading.RLock()
         self._matrix: tuple[int, np.ndarray, np.ndarray] | None = None  # (generation, ids, vectors)
+        self._lengths: tuple[int, int, dict] | None = None  # (generation, chunks, mean tokens per field)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = module.connect(str(path), timeout=30, check_same_thread=False, isolation_level=None)
@@ -241,6 +243,27 @@ class SqliteSources:
                 " where knowledge_source_fts match ? order by s limit ?", (match, n))}
         return dense, lexical, self._rows(cur, sorted(set(dense) | set(lexical)))
 
+    def statistics(self, tokens: dict) -> StoreStatistics:
+        """The store's chunks, their mean length per field of `tokens` and how many hold each token
+        (source_relevance.py). The lengths are summed again only after a write (a new generation)."""
+        with self._transaction(write=False) as cur:
+            generation = self._state(cur)[0]
+            if self._lengths is None or self._lengths[0] != generation:
+                sums = ", ".join(f"coalesce(sum(json_array_length(tokens, '$.{name}')), 0)" for name in FIELDS)
+                chunks, *totals = cur.execute(f"select count(*), {sums} from knowledge_source_chunks").fetchone()
+                self._lengths = (generation, chunks, {name: total / chunks if chunks else 0.0
+                                                      for name, total in zip(FIELDS, totals)})
+            df = {}
+            for name, words in tokens.items():
+                words = list(dict.fromkeys(t for t in words if t))
+                for start in range(0, len(words), 500):
+                    part = words[start:start + 500]
+                    df.update(((name, term), docs) for term, docs in cur.execute(
+                        f"select term, docs from knowledge_source_terms where field = ? and term in"
+                        f" ({', '.join('?' * len(part))})", (name, *part)))
+            _, chunks, mean = self._lengths
+        return StoreStatistics(chunks, {name: mean.get(name, 0.0) for name in tokens}, df)
+
     def _selective(self, cur, tokens: dict) -> dict:
         total = cur.execute("select coalesce(sum(chunks), 0) from knowledge_sources").fetchone()[0]
         return selective(cur, "knowledge_source_terms", tokens, total)
@@ -254,6 +277,7 @@ class SqliteSources:
                                  f" ({', '.join('?' * len(part))})", part):
                 row = dict(zip(_COLUMNS, r))
                 row["parents"] = json.loads(row["parents"])
+                row["tokens"] = json.loads(row["tokens"])
                 row["embedding"] = np.frombuffer(row["embedding"], dtype=np.float32)
                 rows[row["id"]] = row
         return rows

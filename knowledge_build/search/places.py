@@ -1,0 +1,42 @@
+"""One result per place: the chunks of a ranking grouped by where their links land.
+
+A place is the spot a chunk's link lands on: its `url`, page and fragment. Chunks that share it
+are parts of one thing a reader would open once: the row chunks of a table (they carry the
+table's id, or the section's fragment when the table has none), the split parts of a long
+section (`-p2`, `-p3` … carry the heading's fragment), a table without an id of its own and the
+prose of its section. Boxes have anchors of their own, so each box is its own place. The text
+before a page's first heading links to the page alone: it is one place per page (two pages never
+share a URL). A web source's chunks follow the same rule (web/chunk.py: page + the section's
+fragment, the page alone for the text before its first heading).
+
+The ranking is walked best first: the first chunk of a place leads it and its later chunks travel
+with it as sub-results (at most MAX_SUB_RESULTS), until a place beyond the k-th would begin. So
+`k` counts places, and a place's sub-results are its chunks ranked above the (k+1)-th place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+from typing import TypeVar
+
+MAX_SUB_RESULTS = 5  # enough to show that a table or a section matched more than once
+
+Item = TypeVar("Item")
+
+
+def by_place(ranked: Iterable[Item], place_of: Callable[[Item], Hashable], k: int) -> list[tuple[Item, list[Item]]]:
+    """(lead, sub-results) of the first `k` places of `ranked` (best first), in rank order."""
+    places: dict[Hashable, tuple[Item, list[Item]]] = {}
+    if k < 1:
+        return []
+    for item in ranked:
+        place = place_of(item)
+        if place in places:
+            others = places[place][1]
+            if len(others) < MAX_SUB_RESULTS:
+                others.append(item)
+        elif len(places) == k:
+            break
+        else:
+            places[place] = (item, [])
+    return list(places.values())
