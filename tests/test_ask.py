@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 import knowledge_build as kb
 from knowledge_build.cli import main
+from knowledge_build.search.ranking import SearchSettings
 from knowledge_build.serve.answer import NOTE_DISABLED, NOTE_NOTHING, ChatFailed, format_answer
 from knowledge_build.store.sources import SourceStore
 from knowledge_build.web.chunk import WebChunk
@@ -46,9 +47,9 @@ def _expected_urls(index, question, k):
     return list(dict.fromkeys(r.absolute_url or r.url for r in results)), results
 
 
-def _monster_store(path):
+def _monster_store(path, settings=None):
     """A store holding one web page: a table cut into three chunks that share the page's #table URL."""
-    store = SourceStore(FakeEmbedder(), path)
+    store = SourceStore(FakeEmbedder(), path, settings=settings)
     rows = [("フシギダネ", "くさ"), ("ヒトカゲ", "ほのお"), ("ゼニガメ", "みず"), ("ピカチュウ", "でんき"),
             ("コダック", "みず"), ("ロコン", "ほのお")]
     chunks = [WebChunk(MONSTERS, f"{MONSTERS}#table", "モンスター図鑑", "初期モンスター", ("図鑑",), "table",
@@ -166,6 +167,44 @@ def test_an_off_topic_question_is_answered_without_context_and_says_so(chat, ind
     assert not answer.context_used and answer.note == NOTE_NOTHING and answer.sources == []
     assert "URL:" not in chat.last_prompt
     assert "nothing relevant found" in format_answer(answer)
+
+
+# The fake embedder's cosines say nothing of topic: with the cosine's slope at 0, the lexical coverage
+# decides relevance (the site's against its index, the web's against the store), as it does for a
+# question the real model reads poorly.
+COVERAGE_ONLY = SearchSettings(relevance_cosine_slope=0.0)
+
+
+@pytest.fixture
+def by_coverage(fake_index_dir, tmp_path):
+    store = _monster_store(tmp_path / "store.sqlite", COVERAGE_ONLY)
+    yield kb.KnowledgeIndex.open(fake_index_dir, FakeEmbedder(), settings=COVERAGE_ONLY), store
+    store.close()
+
+
+def test_an_off_topic_question_gets_neither_site_nor_web_context_and_the_model_is_told(chat, fake_index_dir,
+                                                                                         by_coverage):
+    index, store = by_coverage
+    assert index.search(OFF_TOPIC, k=5) and store.query(OFF_TOPIC, k=5)  # both had results, none relevant
+    config = kb.load_config(env={}, chat_base_url=chat.url, index=fake_index_dir)
+    answer = kb.ask(OFF_TOPIC, config, index=index, sources=store)
+    assert not answer.context_used and answer.note == NOTE_NOTHING and answer.retrieval == []
+    assert "URL:" not in chat.last_prompt and MONSTERS not in chat.last_prompt
+    assert "関連する内容が見つかりませんでした（nothing relevant found）" in _system(chat)
+    assert "nothing relevant found" in format_answer(answer)
+
+
+def test_an_on_topic_question_keeps_its_relevant_site_and_web_context(chat, fake_index_dir, by_coverage):
+    index, store = by_coverage
+    config = kb.load_config(env={}, chat_base_url=chat.url, index=fake_index_dir)
+    web = kb.ask("ピカチュウのタイプ", config, index=index, sources=store)
+    assert web.context_used and f"URL: {MONSTERS}#table" in chat.last_prompt
+    assert [r["source"] for r in web.retrieval if r["relevance"] >= 0.5] == [r["source"] for r in web.retrieval]
+    assert "web" in [r["source"] for r in web.retrieval]
+    site = kb.ask("判別式で解の個数を調べる", config, index=index, sources=store)
+    assert site.context_used and [r["source"] for r in site.retrieval] == ["site"] * len(site.retrieval)
+    assert MONSTERS not in chat.last_prompt
+    assert all(r["relevance"] >= 0.5 for r in site.retrieval)
 
 
 def test_retrieval_failing_answers_without_context_and_says_why(chat, tmp_path):

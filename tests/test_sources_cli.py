@@ -118,3 +118,20 @@ def test_add_refuses_private_addresses_without_allow_host(run, url, reason):
 def test_delete_of_an_unknown_source_is_one_clear_line(run):
     result = run("delete", "https://example.com/never-added")
     assert result.exit_code == 1 and "https://example.com/never-added" in result.output
+
+
+def test_query_gives_one_result_per_place_with_relevance_and_its_other_chunks_under_it(site, run):
+    assert run("add", site.url("/table.html"), host=site.host).exit_code == 0
+    assert run("add", site.url("/a.html"), host=site.host).exit_code == 0
+    data = json.loads(run("query", "村人 商人 土", "-k", "2", "--format", "json").stdout)
+    results = data["results"]
+    assert len(results) == 2 and len({r["url"] for r in results}) == 2  # -k counts places
+    table = results[0]
+    assert table["source"] == site.url("/table.html") and table["sub_results"]
+    assert all(s["url"] == table["url"] for s in table["sub_results"])
+    assert all(0 <= r["relevance"] <= 1 and r["relevant"] == (r["relevance"] >= 0.5) for r in results)
+    assert data["relevant"] == any(r["relevant"] for r in results)
+    text = run("query", "村人 商人 土", "-k", "2").stdout
+    assert [line.split()[1] for line in text.splitlines() if line.startswith("     + ")] == [
+        s["id"] for s in table["sub_results"]]
+    assert "relevance " in text.splitlines()[0]
