@@ -187,10 +187,10 @@ def test_a_25_row_table_is_chunked_by_rows_each_with_the_header_and_its_neighbou
     assert len(tables) == 25
     for number, part in enumerate(tables, 1):
         lines = part.text.splitlines()
-        assert lines[0] == "名前 | タイプ | HP" and part.header == ("名前", "タイプ", "HP")
+        assert lines[:2] == [LONG, "名前 | タイプ | HP"] and part.header == ("名前", "タイプ", "HP")
         assert part.rows == (number, number) and part.heading == "キャラクター一覧"
         neighbours = [f"キャラ{n:02d}" for n in (number - 1, number, number + 1) if 1 <= n <= 25]
-        assert [line.split(" | ")[0] for line in lines[1:]] == neighbours
+        assert [line.split(" | ")[0] for line in lines[2:]] == neighbours
     assert len({p.key for p in tables}) == 25
     assert "キャラ" not in sections(parts)[0].text  # the rows are not repeated in the section
 
@@ -230,7 +230,7 @@ def test_markdown_table_in_a_pre_block_becomes_table_parts():
     md = "| 名前 | 値 |\n|---|---|\n| 速さ | 3 |\n| 時間 | 4 |"
     parts, _ = parts_of(f"<h2>表</h2><p>{LONG}</p><pre>{md}</pre>")
     tables = [p for p in parts if p.kind == "table"]
-    assert [(t.header, t.text) for t in tables] == [(("名前", "値"), "名前 | 値\n速さ | 3\n時間 | 4")]
+    assert [(t.header, t.text) for t in tables] == [(("名前", "値"), f"{LONG}\n名前 | 値\n速さ | 3\n時間 | 4")]
     assert sections(parts)[0].text == LONG
 
 

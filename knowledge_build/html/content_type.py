@@ -8,13 +8,16 @@ is mixed. The chunker follows the answer: prose is split by size, table rows are
 header (tables.py), a mixed text gets both.
 
 `text_tables` finds the table blocks themselves (consecutive rows), which the chunkers take out of
-the prose.
+the prose. A `|` inside maths (`\\( … \\)`, `\\[ … \\]`, `$$ … $$`, and `$ … $` holding TeX) is part of
+the formula (|a|, \\left| … \\right|), never a column separator.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from ..text.tex import MATH_SPAN
 
 PROSE, TABLE, MIXED = "prose", "table", "mixed"
 STRUCTURED_SHARE = 0.3
@@ -26,6 +29,11 @@ MIN_ROWS = 2
 _MD_SEPARATOR = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?$")
 _SPACE_COLUMNS = re.compile(r"(?<=\S)(?: {2,}|\u3000+)(?=\S)")
 _NUMBER = re.compile(r"[-+−]?\d[\d,.]*%?")
+# Maths in a line: TeX's delimiters (tex.MATH_SPAN's), $$ … $$, and $ … $ when it holds TeX (a
+# command, a script or a brace) and hugs its content the way Markdown maths does; a lone $ is a price.
+_MATHS = re.compile(MATH_SPAN.pattern + r"|\$\$.+?\$\$|(?<![\\$])\$(?=[^\s$])[^$\n]*(?<=\S)\$(?!\d)")
+_TEX = re.compile(r"[\\^_{]")
+_PIPE_IN_MATHS = "\x00"  # stands for a | inside maths while a row is split at the others
 
 
 @dataclass(frozen=True)
@@ -96,8 +104,8 @@ def _cells(line: str) -> list[str] | None:
     stripped = line.strip()
     if not stripped or _MD_SEPARATOR.match(stripped):
         return None
-    if "|" in stripped:
-        cells = [c.strip() for c in stripped.strip("|").split("|")]
+    if "|" in stripped and "|" in (masked := _pipes_in_maths_masked(stripped)):
+        cells = [c.strip().replace(_PIPE_IN_MATHS, "|") for c in masked.strip("|").split("|")]
         # "| a | b |" has two cells and is a row; "a | b" without edge pipes needs three.
         if len(cells) >= (2 if stripped.startswith("|") and stripped.endswith("|") else MIN_COLUMNS):
             return cells
@@ -110,6 +118,19 @@ def _cells(line: str) -> list[str] | None:
         if len(cells) >= MIN_COLUMNS:
             return cells
     return None
+
+
+def _pipes_in_maths_masked(line: str) -> str:
+    if "\\" not in line and "$" not in line:
+        return line
+    return _MATHS.sub(_masked, line)
+
+
+def _masked(match: re.Match) -> str:
+    maths = match.group()
+    if maths.startswith("$") and not maths.startswith("$$") and not _TEX.search(maths):
+        return maths  # $5 | $6: prices, not maths
+    return maths.replace("|", _PIPE_IN_MATHS)
 
 
 def _numeric(line: str) -> bool:

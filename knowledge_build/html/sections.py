@@ -17,7 +17,9 @@ elements, and returns the page's `Part`s in document order:
   heading keeps the link), large ones are split at paragraph → sentence → character boundaries with
   overlap (the knowledge_import rule: windows.split_text, a line as the paragraph).
 - Tables (HTML, and Markdown/tab tables in a section's text, see content_type.py) become `table`
-  parts under their section's heading; their text is not repeated in the section's.
+  parts under their section's heading; their text is not repeated in the section's. A table without
+  a `<caption>` takes the section's line just before it as one when that line is short (at most
+  INTRO_CHARS: 「次の表は…です。」), so every row chunk says what the table is about.
 - `fragment` is an id (of the heading, or of the element it opens: `<section id=…><h2>`) or a text
   directive computed by fragments.section_fragment from the page's visible text (`page_text`).
 """
@@ -30,6 +32,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..model import Part
+from ..text.tex import readable
 from ..text.windows import split_text
 from .blocks import Block, page_blocks, visible_text
 from .content_type import MIXED, TABLE, detect_content_type, text_table_rows
@@ -40,6 +43,7 @@ from .tables import Table, chunk_table, html_table, tables_in_text
 __all__ = ["Part", "detect_content_type", "page_parts", "page_text", "text_table_rows"]
 
 LINK_LIST_SHARE = 0.6  # a section whose text is at least this much link text is a list of links
+INTRO_CHARS = 120  # a longer line before a table is a paragraph of its own, not the table's introduction
 MAX_KEY_CHARS = 60
 
 
@@ -93,8 +97,10 @@ def _sections(blocks: list[Block], line_offset: int, title_levels: int) -> list[
     sections: list[_Section] = []
     stack: list[tuple[int, str]] = []
     current = None
+    before = ""  # the section's text block just before this one ("" after a heading, table or box)
     for i, block in enumerate(blocks):
         if block.level:
+            before = ""
             while stack and stack[-1][0] >= block.level:
                 stack.pop()
             parents = tuple(text for _, text in stack)
@@ -112,10 +118,12 @@ def _sections(blocks: list[Block], line_offset: int, title_levels: int) -> list[
             sections.append(current)
         current.has_anchored_box |= block.anchored
         if block.table is not None:
-            current.tables.append((block.line + line_offset, html_table(block.table), block.table.get("id")))
+            table = _introduced(html_table(block.table), before)
+            current.tables.append((block.line + line_offset, table, block.table.get("id")))
         if block.content:
             current.lines.append(block.content)
             current.link_chars += block.link_chars
+        before = block.content
     return sections
 
 
@@ -223,12 +231,22 @@ def _text_tables(lines: list[str]) -> tuple[str, list[Table]]:
         return text, []
     found = tables_in_text(text)
     all_lines = text.splitlines()
-    prose, start = [], 0
-    for first, end, _ in found:
+    prose, tables, start = [], [], 0
+    for first, end, table in found:
         prose.extend(all_lines[start:first])
+        tables.append(_introduced(table, all_lines[first - 1] if first > start else ""))
         start = end
     prose.extend(all_lines[start:])
-    return "\n".join(prose), [table for _, _, table in found]
+    return "\n".join(prose), tables
+
+
+def _introduced(table: Table, before: str) -> Table:
+    """The table with a caption: its own, else the text line just before it when that is short
+    enough to introduce it (see INTRO_CHARS), TeX made readable as in the cells."""
+    line = before.splitlines()[-1].strip() if before.strip() else ""
+    if table.caption or not line or len(line) > INTRO_CHARS:
+        return table
+    return replace(table, caption=readable(line))
 
 
 def _table_parts(base: Part, table: Table, line: int, key: str, table_id, max_chars: int) -> list[Part]:

@@ -5,8 +5,9 @@ A table is read into a grid (rowspan/colspan copied into every cell they cover, 
 readable) with a header row: the `<thead>`'s row, else a first row of `<th>` cells, else the first
 row when it looks like one (bold cells, or no numbers above columns of numbers), else none. A small
 table is one chunk; a larger one is chunked by rows, each chunk holding its rows plus one row of
-context either side and the header line, so a word that occurs in a single cell finds a chunk that
-shows its row with the column names (the F9 design's `chunk_table_data`, row_context_size=1).
+context either side, the caption line and the header line, so a word that occurs in a single cell
+finds a chunk that shows its row with the column names and what the table is about (the F9 design's
+`chunk_table_data`, row_context_size=1).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ _NUMBER = re.compile(r"^[-+−]?[\d,.]+\s*[%°]?$")
 class Table:
     header: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
-    caption: str = ""
+    caption: str = ""  # its <caption>, else the short line that introduces it (sections.py): heads every chunk
 
 
 @dataclass(frozen=True)
