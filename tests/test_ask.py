@@ -394,3 +394,20 @@ def test_with_the_real_model_the_prompt_holds_the_right_box_for_five_questions(r
         off_topic = kb.ask(OFF_TOPIC, config, index=real_index)
     assert not off_topic.context_used and off_topic.note == NOTE_NOTHING
     assert len(chat.requests) == len(QUESTIONS) + 1
+
+
+@pytest.mark.model
+def test_with_the_real_model_web_context_is_given_only_when_relevant(real_index, real_index_dir, tmp_path):
+    with SourceStore(real_index.embedder, tmp_path / "store.sqlite") as store, ChatServer() as chat:
+        rows = [("フシギダネ", "くさ"), ("ヒトカゲ", "ほのお"), ("ピカチュウ", "でんき"), ("コダック", "みず")]
+        store.replace_source(MONSTERS, "モンスター図鑑", [WebChunk(
+            MONSTERS, f"{MONSTERS}#table", "モンスター図鑑", "初期モンスターのタイプ", (), "table",
+            "名前 | タイプ\n" + "\n".join(f"{n} | {t}" for n, t in rows[i:i + 2]), i // 2, CRAWLED)
+            for i in range(0, len(rows), 2)])
+        config = kb.load_config(env={}, chat_base_url=chat.url, index=real_index_dir)
+        assert store.query(OFF_TOPIC)  # the store answers; relevance keeps it out
+        off_topic = kb.ask(OFF_TOPIC, config, index=real_index, sources=store)
+        assert not off_topic.context_used and MONSTERS not in chat.last_prompt
+        on_topic = kb.ask("ピカチュウのタイプは何ですか", config, index=real_index, sources=store)
+        assert on_topic.context_used and f"URL: {MONSTERS}#table" in chat.last_prompt
+        assert "ピカチュウ | でんき" in chat.last_prompt

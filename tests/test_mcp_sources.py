@@ -49,6 +49,13 @@ def test_crawl_search_mixed_with_the_site_status_and_delete(real_index_dir, tmp_
             web_results = [r for r in found["results"] if r["source"] == "web"]
             assert web_results and web_results[0]["source_url"] == web.url("/game.html")
             assert any(r["source"] == "artifacts" for r in found["results"])  # one list, both kinds
+            assert all({"relevance", "relevant", "sub_results"} <= set(r) for r in found["results"])
+            assert found["relevant"] == any(r["relevant"] for r in found["results"])
+            error, rows = await _call(client, "search_knowledge", query="村人 商人 土 の属性", top_k=3)
+            table = next(r for r in rows["results"] if r["source"] == "web")
+            assert table["source_url"] == web.url("/table.html") and table["sub_results"]
+            assert all(s["url"] == table["url"] for s in table["sub_results"])
+            assert len({r["url"] for r in rows["results"]}) == len(rows["results"]) == 3  # top_k counts places
             error, only_site = await _call(client, "search_knowledge", query="しれんのしろのアイテム",
                                            include_sources=False)
             assert all(r["source"] != "web" for r in only_site["results"])

@@ -41,6 +41,7 @@ def test_k_counts_places_and_the_walk_stops_where_a_place_beyond_the_kth_begins(
 
 
 def test_a_place_keeps_at_most_max_sub_results_others():
+    assert MAX_SUB_RESULTS == 5
     lead, others = by_place([("t", n) for n in range(20)], lambda item: item[0], 1)[0]
     assert lead == ("t", 0) and others == [("t", n) for n in range(1, MAX_SUB_RESULTS + 1)]
 
@@ -85,6 +86,17 @@ def test_a_similarity_floor_applies_to_every_chunk_shown_lead_and_sub_results(in
     assert shown[0] < floor
     kept = index.search(ROW_QUESTION, k=5, min_similarity=floor)
     assert kept and all(r.similarity >= floor and all(s["similarity"] >= floor for s in r.sub_results) for r in kept)
+
+
+def test_a_relevance_floor_applies_to_every_chunk_shown(fake_index_dir):
+    from knowledge_build.search.ranking import SearchSettings
+
+    index = kb.KnowledgeIndex.open(fake_index_dir, FakeEmbedder(), settings=SearchSettings(relevance_cosine_slope=0))
+    shown = sorted(s["relevance"] for r in index.search(ROW_QUESTION, k=5) for s in r.sub_results)
+    floor = (shown[0] + shown[-1]) / 2
+    assert shown[0] < floor
+    kept = index.search(ROW_QUESTION, k=5, min_relevance=floor)
+    assert kept and all(r.relevance >= floor and all(s["relevance"] >= floor for s in r.sub_results) for r in kept)
 
 
 def test_cli_search_shows_sub_results_under_their_result_and_in_json(fake_index_dir, fake_open):

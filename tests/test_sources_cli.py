@@ -135,3 +135,5 @@ def test_query_gives_one_result_per_place_with_relevance_and_its_other_chunks_un
     assert [line.split()[1] for line in text.splitlines() if line.startswith("     + ")] == [
         s["id"] for s in table["sub_results"]]
     assert "relevance " in text.splitlines()[0]
+    none = json.loads(run("query", "村人 商人 土", "--min-relevance", "1", "--format", "json").stdout)
+    assert none["results"] == [] and none["relevant"] is False

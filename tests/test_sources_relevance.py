@@ -87,3 +87,13 @@ def test_both_vector_indexes_give_the_same_relevance(tmp_path):
             found.append([(r["id"], r["relevance"]) for r in store.query("等差数列の和を求める", k=5)])
     assert found[0] == found[1]
     assert np.isclose(found[0][0][1], found[1][0][1])
+
+
+def test_the_mixed_search_shows_web_places_with_relevance_and_drops_those_below_min_relevance(store):
+    from knowledge_build.serve.mcp_sources import web_results
+
+    shown = web_results(store, "ヒトカゲ ゼニガメ ピカチュウ ロコン ガーディ HP", 3)
+    assert shown[0]["url"] == f"{CHARACTERS_URL}#table" and shown[0]["sub_results"]
+    assert all(len(s["excerpt"]) <= 300 and s["url"] == shown[0]["url"] for s in shown[0]["sub_results"])
+    assert all(isinstance(r["relevant"], bool) and 0 <= r["relevance"] <= 1 for r in shown)
+    assert web_results(store, OFF_TOPIC, 3) and web_results(store, OFF_TOPIC, 3, min_relevance=0.5) == []

@@ -100,3 +100,26 @@ def test_postgres_store_made_before_the_language_column_gets_it(fresh_db):
                                                         "Run the installer.", 0, "2026-11-01T10:00:00+00:00", "en")])
         assert {s["url"]: s["language"] for s in opened.sources()}[url] == "en"
         assert opened.query("installer")[0]["language"] == "en"
+
+
+def test_postgres_relevance_and_places_are_those_of_sqlite(fresh_db, tmp_path):
+    """The store's own statistics (chunks, mean length, chunks holding each token) read from the GIN
+    index and the tokens' JSON give the numbers SQLite's terms table gives: the same relevance."""
+    from knowledge_build.search.ranking import SearchSettings
+
+    settings = SearchSettings(relevance_cosine_slope=0.0)  # the fake cosines say nothing: coverage decides
+    found = []
+    for target in (fresh_db, tmp_path / "store.sqlite"):
+        with SourceStore(FakeEmbedder(), target, settings=settings) as store:
+            fill(store)
+            url = "https://game.example/characters"
+            store.replace_source(url, "キャラクター一覧", table_page(url, rows_per_chunk=2))
+            stats = store._db.statistics({"lemma": ["求める", "ユークリッド"], "kana2": ["ユー"]})
+            results = store.query("ヒトカゲ ゼニガメ ピカチュウ HP", k=3) + store.query("最大公約数を求める", k=3)
+            found.append((stats, [(r["url"], r["relevance"], [s["url"] for s in r["sub_results"]]) for r in results]))
+    (pg_stats, pg), (lite_stats, lite) = found
+    assert pg_stats.chunks == lite_stats.chunks and pg_stats.df == lite_stats.df
+    assert pg_stats.mean_length == pytest.approx(lite_stats.mean_length)
+    assert [(u, s) for u, _, s in pg] == [(u, s) for u, _, s in lite]
+    assert [r for _, r, _ in pg] == pytest.approx([r for _, r, _ in lite], abs=1e-6)
+    assert any(s for _, _, s in pg)  # a table's rows are one place
