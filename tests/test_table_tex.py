@@ -97,7 +97,9 @@ def parts_of(html, **options):
 def test_a_checklist_whose_maths_holds_bars_stays_prose():
     markdown = "\n".join(f"- {line}" for line in CHECKLIST.splitlines())
     assert detect_content_type(markdown) == "prose" and text_tables(markdown) == []
-    assert detect_content_type("- $S=\\frac{|a|}{6}$ を使える\n- $S=\\frac{|a|}{12}$ を使える") == "prose"
+    for opening, closing in (("$", "$"), ("$$", "$$"), ("\\[", "\\]")):
+        other = f"- {opening}S=\\frac{{|a|}}{{6}}{closing} を使える\n- {opening}S=\\frac{{|a|}}{{12}}{closing} を使える"
+        assert detect_content_type(other) == "prose" and text_tables(other) == [], opening
     lines = "".join(f"<div>{line}</div>" for line in CHECKLIST.splitlines())
     parts = parts_of(f"<h2>チェック</h2>{lines}")
     assert [(p.kind, p.text) for p in parts] == [("section", CHECKLIST)]
