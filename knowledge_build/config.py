@@ -19,7 +19,8 @@ from .yamlfile import load_file as load_yaml_file
 DEFAULT_BOX_CLASSES = BOX_CLASSES
 EMBEDDERS = ("local", "openai", "openai-compatible")
 # Which parts of a page outside anchored boxes become section/table chunks (sections.py):
-# none, the parts that hold no anchored box, or every part.
+# none, only the parts that hold no anchored box, or every part (the default: every word of a page
+# outside its boxes is in a section or table chunk).
 SECTION_MODES = ("off", "unanchored", "all")
 DENSE_INDEXES = ("auto", "exact", "ivf")
 
@@ -56,7 +57,7 @@ class Config:
     show_sources: bool = True  # ask: list the context's URLs after the answer
     missing_id: str = "warning"  # severity of a knowledge box without an id: error | warning | off
     prefix_mismatch: str = "warning"  # severity of an id prefix that contradicts its box
-    sections: str = "unanchored"  # off | unanchored | all: see SECTION_MODES
+    sections: str = "all"  # off | unanchored | all: see SECTION_MODES
     artifact_schema: int = 2  # the artifact set a build writes: 2 (memory-mapped, knowledge/v2) or 1 (knowledge/v1)
     dense_index: str = "auto"  # v2: exact | ivf | auto (exact up to exact_max_rows chunks, IVF above)
     exact_max_rows: int = 50_000

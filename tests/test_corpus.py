@@ -30,7 +30,7 @@ def test_corpus_builds_without_error_and_yields_all_1044_boxes(corpus_build):
     counts = collections.Counter(c.type for c in corpus_build.chunks)
     boxes = {t: n for t, n in counts.items() if t not in PART_TYPES}
     assert boxes == {"rule": 305, "tip": 115, "method": 33, "definition": 24, "example": 567}
-    assert counts["section"] > 0 and counts["table"] > 0  # sections: unanchored, the default
+    assert counts["section"] > 0 and counts["table"] > 0  # sections: all, the default
     assert corpus_build.artifacts.manifest["counts"]["chunks"] == 1044 + counts["section"] + counts["table"]
 
 

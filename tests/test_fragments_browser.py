@@ -199,3 +199,42 @@ def _page_paths(report: Path) -> list[str]:
 
     tree = lxml_html.fromstring(report.read_text(encoding="utf-8"))
     return ["".join(td.text_content().split()) for td in tree.xpath('//table[@id="pages"]/tbody/tr/td[1]')]
+
+
+# A page whose parts merge: an empty parent (with an id) over its first child, small siblings after a
+# part with text. Every block carries data-n; tall gaps keep a block's neighbours out of view.
+MERGED_PAGE = [
+    ("h1", "比例と反比例", None), ("p", "比例と反比例のまとめです。", None), GAP,
+    ("h2", "1. 導入", "intro"), ("p", "ある日、たろうくんは水そうに水を入れる時間を測りました。" * 3, None), GAP,
+    ("h2", "2. 練習問題", "practice"), GAP,
+    ("h3", "問1", None), ("p", "y は x に比例し、x=2 のとき y=6 です。式を求めなさい。", None), GAP,
+    ("h3", "問2", None), ("p", "反比例のグラフをかきなさい。", None), GAP,
+]
+
+
+def test_each_part_link_brings_the_parts_first_words_into_view(browser, server, tab, tmp_path):
+    """Issue 25: a merged part links to the heading of its first words' own section, so following
+    its link shows those words (an empty parent's id would land one gap early)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    from knowledge_build.html.sections import page_parts
+    from knowledge_build.site.scan import parse_page
+
+    root, base = server
+    body = "".join('<div class="gap"></div>' if tag == "gap" else
+                   f'<{tag} data-n="{n}"{f" id={chr(34)}{id_}{chr(34)}" if id_ else ""}>{html.escape(text)}</{tag}>'
+                   for n, (tag, text, id_) in enumerate(MERGED_PAGE))
+    page = ("<!DOCTYPE html><html lang=\"ja\"><head><meta charset=\"utf-8\"><title>比例</title>"
+            f"<style>.gap {{ height: 150vh; }}</style></head><body>\n{body}\n</body></html>")
+    (root / "hirei.html").write_text(page, encoding="utf-8")
+    parts = [p for p in page_parts(parse_page(root / "hirei.html"), anchored=set()) if p.level > 1]
+    assert [p.heading for p in parts] == ["1. 導入", "問1"]  # 問2 is small: it joins 問1
+    for part in parts:
+        first = part.text.split("\n")[0]
+        n = next(i for i, (_, text, _) in enumerate(MERGED_PAGE) if text == first)
+        tab_url = f"{base}/hirei.html#{part.fragment}"
+        tab.goto(tab_url, wait_until="load")
+        try:
+            tab.wait_for_function(IN_VIEW, arg=n, timeout=TIMEOUT_MS)
+        except PlaywrightTimeout:
+            pytest.fail(f"{tab_url} did not bring the part's first words {first!r} into view: {tab.evaluate(WHERE)}")

@@ -111,11 +111,17 @@ def test_merging_stops_at_max_chars():
     assert [p.heading for p in parts] == ["関数", "補足"]
 
 
-def test_empty_parent_takes_in_its_first_child_and_keeps_its_own_link():
+def test_an_empty_parent_takes_nothing_in_so_its_first_child_keeps_its_own_heading_and_link():
     parts, _ = parts_of(f"""<section id="section3"><h2>3. 例題</h2><div class="section">
-      <h3>▶ 長方形</h3><p>{LONG}</p></div></section>""", min_chars=50)
-    assert (parts[0].heading, parts[0].fragment) == ("3. 例題", "section3")
-    assert parts[0].text == "▶ 長方形\n" + LONG
+      <h3>▶ 長方形</h3><p>{LONG}</p><h3>▶ 円</h3><p>短い。</p></div></section>""", min_chars=50)
+    assert [(p.heading, p.parents) for p in parts] == [("▶ 長方形", ("3. 例題",))]
+    assert parts[0].fragment.startswith(":~:text=") and "3. 例題" not in parts[0].text
+    assert parts[0].text == LONG + "\n▶ 円\n短い。"  # a small sibling after it still joins it
+
+
+def test_a_small_section_never_joins_an_empty_one_across_it():
+    parts, _ = parts_of(f"""<h2>導入</h2><p>{LONG}</p><h2>練習問題</h2><h3>問1</h3><p>短い。</p>""", min_chars=50)
+    assert [(p.heading, p.parents, p.text) for p in parts] == [("導入", (), LONG), ("問1", ("練習問題",), "短い。")]
 
 
 def test_sections_are_not_merged_across_the_anchored_box_flag_and_empty_box_sections_vanish():

@@ -65,10 +65,10 @@ def test_the_breadcrumb_is_embedded_and_read_by_the_lexical_channel(extraction):
     assert lexical_text(chunk).split("\n")[1] == "2. 3つの指数法則 積の法則"
 
 
-def test_unanchored_is_the_default_and_off_and_all_choose_other_parts(site_dir):
+def test_all_is_the_default_and_off_and_unanchored_choose_fewer_parts(site_dir):
     by_mode = {mode: extract(load_config(site=site_dir, env={}, **({"sections": mode} if mode else {}))).chunks
                for mode in (None, "off", "unanchored", "all")}
-    assert [c.id for c in by_mode[None]] == [c.id for c in by_mode["unanchored"]]
+    assert [c.id for c in by_mode[None]] == [c.id for c in by_mode["all"]]
     assert not _parts(by_mode["off"]) and len(by_mode["off"]) == 121
     unanchored, every = {c.id for c in _parts(by_mode["unanchored"])}, {c.id for c in _parts(by_mode["all"])}
     assert unanchored < every

@@ -57,6 +57,6 @@ def show_progress(progress: bool | None, fmt: str) -> bool:
 
 # Commands that extract chunks from the site (build, check, report, validate).
 SECTIONS_OPTION = click.option("--sections", type=click.Choice(SECTION_MODES),
-                               help="Which content outside anchored boxes becomes section/table chunks: off, "
-                                    "unanchored (parts that hold no anchored box) or all. "
-                                    "Default: setting sections (KB_SECTIONS), else unanchored.")
+                               help="Which content outside anchored boxes becomes section/table chunks: all (every "
+                                    "section's text outside its boxes), unanchored (only sections that hold no "
+                                    "anchored box) or off. Default: setting sections (KB_SECTIONS), else all.")

@@ -13,8 +13,8 @@ elements, and returns the page's `Part`s in document order:
   element, h3#ex-…, still starts a section). A section's text is its blocks, one per line; its
   `parents` are the enclosing headings. A section without text is left out (its heading stays in its
   children's breadcrumb), a section that is mostly link text (a layout's list of related pages) too.
-- Small sections merge with the part before them when that is their parent or a sibling (the first
-  heading keeps the link), large ones are split at paragraph → sentence → character boundaries with
+- Small sections merge with the part before them when that is their parent or a sibling with text
+  of its own (the first heading keeps the link, and the part's first words are that heading's), large ones are split at paragraph → sentence → character boundaries with
   overlap (the knowledge_import rule: windows.split_text, a line as the paragraph).
 - Tables (HTML, and Markdown/tab tables in a section's text, see content_type.py) become `table`
   parts under their section's heading; their text is not repeated in the section's. A table without
@@ -177,8 +177,8 @@ def _merged(sections: list[_Section], min_chars: int, max_chars: int) -> list[_S
     or tables are dropped: their headings live on in their children's breadcrumbs."""
     out: list[_Section] = []
     for section in sections:
-        while out and not (out[-1].lines or out[-1].tables) and not _inside(section, out[-1]):
-            out.pop()  # an empty section that cannot take this one in will stay empty
+        while out and not (out[-1].lines or out[-1].tables):
+            out.pop()  # an empty section stays empty: it takes nothing in
         prev = out[-1] if out else None
         if prev is not None and _can_merge(prev, section, min_chars, max_chars):
             prev.lines.append(section.heading)
@@ -189,17 +189,18 @@ def _merged(sections: list[_Section], min_chars: int, max_chars: int) -> list[_S
 
 
 def _can_merge(prev: _Section, section: _Section, min_chars: int, max_chars: int) -> bool:
-    """A small section joins its parent or previous sibling; an empty section takes in its first
-    child. Never into the text before the first heading or an h1 section (the page's title: its
-    sections keep their own links), never across the anchored-box flag (the `unanchored` setting chunks by it), never a
-    section with tables (they keep their own heading), never beyond max_chars."""
-    if not section.lines or section.tables or prev.level <= 1 or prev.has_anchored_box != section.has_anchored_box:
+    """A small section joins its parent or previous sibling that has text of its own, so the part's
+    link (the earlier heading) lands on the part's first words. Never into an empty section (its
+    first child keeps its own heading and link; the empty heading stays in the breadcrumb), the text
+    before the first heading or an h1 section (the page's title: its sections keep their own links),
+    never across the anchored-box flag (the `unanchored` setting chunks by it), never a section with
+    tables (they keep their own heading), never beyond max_chars."""
+    if not section.lines or section.tables or not prev.lines or prev.level <= 1 \
+            or prev.has_anchored_box != section.has_anchored_box:
         return False
     if len(prev.text) + len(section.heading) + len(section.text) + 2 > max_chars:
         return False
-    child = _inside(section, prev)
-    sibling = section.parents == prev.parents
-    return (len(section.text) < min_chars and bool(prev.lines) and (child or sibling)) or (not prev.lines and child)
+    return len(section.text) < min_chars and (_inside(section, prev) or section.parents == prev.parents)
 
 
 def _inside(section: _Section, outer: _Section) -> bool:
