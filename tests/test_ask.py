@@ -408,6 +408,6 @@ def test_with_the_real_model_web_context_is_given_only_when_relevant(real_index,
         assert store.query(OFF_TOPIC)  # the store answers; relevance keeps it out
         off_topic = kb.ask(OFF_TOPIC, config, index=real_index, sources=store)
         assert not off_topic.context_used and MONSTERS not in chat.last_prompt
-        on_topic = kb.ask("ピカチュウのタイプは何ですか", config, index=real_index, sources=store)
+        on_topic = kb.ask("ピカチュウのタイプ", config, index=real_index, sources=store)
         assert on_topic.context_used and f"URL: {MONSTERS}#table" in chat.last_prompt
         assert "ピカチュウ | でんき" in chat.last_prompt

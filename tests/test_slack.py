@@ -361,7 +361,9 @@ def test_mention_question_is_answered_in_the_thread_with_its_sources_at_the_end(
     site = web({"/kaiho.html": Route(_page("解の公式ガイド", "解の公式は二次方程式の解を求める公式です。"))})
     index = KnowledgeIndex.open(fake_index_dir, FakeEmbedder())
     with ChatServer() as chat:
-        app = slack(_config(tmp_path, site, chat_base_url=chat.url, chat_timeout=TIMEOUT), store=store, index=index)
+        # The fake embedder's relevance is ~0 for every chunk, site or web: count every result.
+        config = _config(tmp_path, site, chat_base_url=chat.url, chat_timeout=TIMEOUT, relevance_threshold=0.0)
+        app = slack(config, store=store, index=index)
         app.mention(f"rag add {site.url('/kaiho.html')}")
         app.api.wait_for_posts(1)
 
