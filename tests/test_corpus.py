@@ -79,3 +79,31 @@ def test_every_corpus_page_without_anchored_boxes_yields_sections_whose_links_la
                 assert fragment_lands(fragment, text), chunk.url
             else:
                 assert not fragment or root.xpath("//*[@id=$id]", id=unquote(fragment)), chunk.url
+
+
+def test_every_table_of_the_corpus_outside_boxes_is_in_a_chunk(corpus_dir):
+    """Issue 25: with the default setting every <table> of a material page that no anchored box holds
+    is in a table chunk of its page: each of its rows is a row of one of them."""
+    from knowledge_build.html.tables import html_table, row_line
+
+    extraction = extract(load_config(site=corpus_dir, env={}))
+    table_text = collections.defaultdict(str)
+    for chunk in extraction.chunks:
+        if chunk.type == "table":
+            table_text[chunk.material] += chunk.content + "\n"
+    counted, missing = 0, []
+    for page in (p for p in extraction.pages if p.rel.startswith(("junior/", "senior/"))):
+        root = parse_page(page.path)
+        boxes = {e.id for e in page.elements}
+        for table in root.iter("table"):
+            if any(a.get("id") in boxes for a in table.iterancestors()):
+                continue  # inside a box: the box's chunk holds it
+            rows = html_table(table).rows
+            if not rows:
+                continue
+            counted += 1
+            lost = [row_line(r) for r in rows if row_line(r) not in table_text[page.material]]
+            if lost:
+                missing.append(f"{page.rel}:{table.sourceline}: {lost[0]!r}")
+    assert counted >= 40, f"only {counted} tables outside boxes found; the test could not fail"
+    assert missing == [], f"{len(missing)} of {counted} tables outside boxes are in no chunk: {missing[:5]}"

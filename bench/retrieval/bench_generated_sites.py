@@ -7,7 +7,9 @@ same chunks (character bigrams of the NFKC, lower-cased title and text; bm25s).
 Builds the site with each real generator (jekyll, hugo, mkdocs, sphinx-html, sphinx-dirhtml, plain; the
 ones not installed are reported and left out), indexes the output as an owner would (`kb.build` with
 the local model), and scores every result with the tests' `is_hit` (on the labelled page, at or under
-the labelled heading). The figures go to docs/retrieval.md.
+the labelled heading). Relevance (issue 25): the share of correct top-5 hybrid answers marked
+`relevant`, and of the off-topic questions (data/eval/offtopic_sites.jsonl, offtopic_queries.jsonl)
+whose top 5 hold no relevant result. The figures go to docs/retrieval.md.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from tests.generated_sites.build import GENERATORS, GeneratorMissing, build_site
 from tests.generated_sites.hits import is_hit, load_queries  # noqa: E402
 
 K = 10
+OFFTOPIC = (ROOT / "data" / "eval" / "offtopic_sites.jsonl", ROOT / "data" / "eval" / "offtopic_queries.jsonl")
 
 
 def bigrams(text: str) -> list[str]:
@@ -71,12 +74,20 @@ def main() -> None:
             parents = {c["id"]: c.get("parents", []) for c in chunks}
             row = {"generator": generator, "pages": f"{result.pages['indexed']}/{result.pages['found']}",
                    "chunks": len(chunks)}
+            kept = []
             for mode in ("hybrid", "dense", "lexical"):
                 ranks = []
                 for label in labels:
                     found = index.search(label.query, k=K, mode=mode)
                     ranks.append(first_hit([(r.url, r.title, parents.get(r.id, [])) for r in found], label, site))
+                    if mode == "hybrid":
+                        kept += [r.relevant for r in found[:5]
+                                 if is_hit(r.url, r.title, parents.get(r.id, []), label, site)]
                 row[mode] = metrics(ranks)
+            offtopic = [item["query"] for path in OFFTOPIC for item in harness.read_jsonl(path)]
+            rejected = sum(not any(r.relevant for r in index.search(q, k=5)) for q in offtopic)
+            row["relevance"] = {"correct_relevant": f"{sum(kept)}/{len(kept)}",
+                                "offtopic_rejected": f"{rejected}/{len(offtopic)}"}
             retriever = bm25s.BM25()
             retriever.index([bigrams(f"{c['title']}\n{c['content']}") for c in chunks], show_progress=False)
             ranks = []
@@ -88,11 +99,13 @@ def main() -> None:
             rows.append(row)
             print(json.dumps(row, ensure_ascii=False))
     print(f"\n{len(labels)} questions; hit@1 / hit@5 / MRR@10\n")
-    print("| generator | pages indexed | chunks | hybrid | dense | lexical | BM25 (bigrams, same chunks) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| generator | pages indexed | chunks | hybrid | dense | lexical | BM25 (bigrams, same chunks) "
+          "| correct top-5 relevant | off-topic rejected |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         cells = [" / ".join(f"{row[m][key]:.3f}" for key in ("hit@1", "hit@5", "mrr@10"))
                  for m in ("hybrid", "dense", "lexical", "bm25")]
+        cells += [row["relevance"]["correct_relevant"], row["relevance"]["offtopic_rejected"]]
         print(f"| {row['generator']} | {row['pages']} | {row['chunks']} | " + " | ".join(cells) + " |")
 
 
