@@ -30,8 +30,10 @@ class SearchSettings:
     channel_weights: dict = field(default_factory=lambda: {"dense": 1.0, "lexical": 1.5})
     # BM25 fields: readings only help where lemmas differ; kana bigrams catch kana/romaji spellings;
     # page and heading (page + box title, each word once) favour a box whose titles cover the query.
+    # kana_terms: readings of nouns and noun runs, matched by the longest known stretches of a
+    # query's kana (はんべつしき -> 判別式's ハンベツシキ).
     field_weights: dict = field(default_factory=lambda: {"lemma": 1.0, "reading": 0.15, "kana2": 0.2,
-                                                         "page": 0.2, "heading": 0.2})
+                                                         "kana_terms": 1.0, "page": 0.2, "heading": 0.2})
     # Examples illustrate a rule; a tutor links the rule itself first. Not applied when the
     # query or the type filter asks for examples.
     example_weight: float = 0.5

@@ -1,12 +1,17 @@
 """Japanese normalisation and tokens for the lexical channel.
 
-Five fields, each its own BM25 index at search time:
+Six fields, each its own BM25 index at search time:
 - lemma: NFKC, lower-cased ASCII, UniDic (unidic-lite via fugashi) lemmas, so that
   たすきがけ / たすき掛け / 襷掛け meet as one token; kanji numerals as digits (二次 = 2次).
 - reading: each word's kana reading. Weighed less: readings alone confuse いこう and 移項.
 - kana2: character bigrams of the running kana reading (particles included, broken at
   punctuation), so a query typed in kana or romaji (いっぺんとりょうはしのかく, タスキガケ,
   sankaku kansuu) matches however the tokenizer cut either side.
+- kana_terms: the readings of the text's nouns and of every run of adjacent nouns (判別式 ->
+  ハンベツシキ, ハンベツ, シキ; 二次方程式 -> ニジホウテイシキ, ホウテイシキ, …), so that a query typed in
+  kana or romaji (はんべつしき, shisuuhousoku) meets its kanji term as a whole word. The tagger
+  cannot read such a query (はんべつしき is cut into はん / 別 / しき): instead, the longest stretches
+  of the query's kana that the index holds as readings are its tokens in this field (kana_spans).
 - page: the distinct lemmas of the page (material) title; heading: of the page title and the box
   title together. A query 「AのB」 names a topic A (often the page: 二次方程式の解き方, 一次関数) and an
   aspect B (often the box: 傾きの意味); counted once each, these fields reward a box whose page and
@@ -23,13 +28,18 @@ import re
 import unicodedata
 from functools import lru_cache
 
-ANALYZER = "unidic-lite/lemma,reading,kana2,page,heading/6"
-FIELDS = ("lemma", "reading", "kana2", "page", "heading")
+ANALYZER = "unidic-lite/lemma,reading,kana2,kana_terms,page,heading/7"
+FIELDS = ("lemma", "reading", "kana2", "kana_terms", "page", "heading")
 # The title fields are matched with the query's lemmas.
 _TITLE_FIELDS = ("page", "heading")
 _SKIP_POS = {"補助記号", "空白", "助詞", "助動詞"}
 _BREAK_POS = {"補助記号", "空白"}
 _COMPOUND_POS = {"名詞", "接尾辞"}
+_TERM_POS = {"名詞", "接頭辞", "接尾辞"}  # the words whose runs make kana_terms
+MAX_TERM_WORDS = 5  # the longest run of nouns read as one kana term (二次方程式 is 4 words)
+MIN_SPAN = 2  # the shortest stretch of a query's kana looked up as a kana term
+LONG_SPAN = 4  # a stretch this long is a kana term wherever the tagger cut it
+MAX_KANA_RUN = 40  # a longer run of query kana is looked up in its first this many characters
 ASCII_WORD = re.compile(r"[a-z0-9]+")
 KANA_N = 2  # length of the kana character n-grams
 _KANJI_DIGITS = {"〇": 0, "零": 0, "一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
@@ -134,7 +144,7 @@ def analyze_plain(text: str) -> dict[str, list[str]]:
         return _PLAIN_WORD.findall(normalize(part))
 
     page = _distinct(words(page_title))
-    return {"lemma": words(text), "reading": [], "kana2": [], "page": page,
+    return {"lemma": words(text), "reading": [], "kana2": [], "kana_terms": [], "page": page,
             "heading": _distinct(page + words(title))}
 
 
@@ -143,11 +153,13 @@ def _distinct(tokens: list[str]) -> list[str]:
 
 
 def analyze(text: str) -> dict[str, list[str]]:
-    """The lemma, reading and kana-bigram tokens of one text (never an empty token)."""
+    """The lemma, reading, kana-bigram and kana-term tokens of one text (never an empty token)."""
     lemmas: list[str] = []
     readings: list[str] = []
     runs: list[str] = []
     run = ""
+    terms: list[str] = []
+    nouns: list[str] = []  # the readings of the run of nouns just before
     numeral = ""  # the lemma of the numeral just before, for compounds such as 二次 -> "2次"
     for word in _words(normalize(text)):
         feature = word.feature
@@ -158,6 +170,11 @@ def analyze(text: str) -> dict[str, list[str]]:
             run = ""
         else:
             run += kana
+        if feature.pos1 in _TERM_POS and kana:
+            nouns.append(kana)
+        else:
+            terms += _sub_runs(nouns)
+            nouns = []
         if feature.pos1 in _SKIP_POS:
             continue
         lemma = _lemma(word)
@@ -170,8 +187,80 @@ def analyze(text: str) -> dict[str, list[str]]:
         if len(kana) > 1:
             readings.append(kana)
     runs.append(run)
+    terms += _sub_runs(nouns)
     return {"lemma": lemmas, "reading": readings,
-            "kana2": [r[i:i + KANA_N] for r in runs for i in range(len(r) - KANA_N + 1)]}
+            "kana2": [r[i:i + KANA_N] for r in runs for i in range(len(r) - KANA_N + 1)],
+            "kana_terms": terms}
+
+
+def _sub_runs(nouns: list[str]) -> list[str]:
+    """The readings of every run of up to MAX_TERM_WORDS adjacent words of `nouns` (each word's
+    own included) that are at least two kana long."""
+    out = []
+    for start in range(len(nouns)):
+        for end in range(start + 1, min(len(nouns), start + MAX_TERM_WORDS) + 1):
+            reading = "".join(nouns[start:end])
+            if len(reading) > 1:
+                out.append(reading)
+    return out
+
+
+_KANA_RUN = re.compile(r"[ぁ-ゖァ-ヺー]+")
+
+
+def kana_spans(text: str, known) -> list[tuple[int, int]]:
+    """Where the kana_terms of a query are in `text` (normalised): in each run of its kana (hiragana
+    read as katakana), the stretches of at least MIN_SPAN characters that `known(katakana)` says the
+    index holds, keeping only those inside no longer one (はんべつしきのつかいかた -> はんべつしき,
+    つかい).
+
+    A short stretch (under LONG_SPAN characters) must begin and end where the tagger's words do (not
+    かって in わかっている); if it is one word the tagger knows, that word must be a noun (かい, which
+    the tagger reads 甲斐, may be 解; not どう); else it may begin with a particle or auxiliary only at
+    the start of the text, after a space or punctuation, or after another one (not はどう in
+    範囲はどうなる, but よげん in よげんていり, whose よ the tagger takes for a particle). A katakana word
+    the tagger knows as one word (マイナス) is left to its lemma."""
+    words = _tagged(text)
+    starts = {start: (end, pos, unknown) for start, end, pos, unknown in words}
+    ends = {end: pos for _, end, pos, _ in words}
+
+    def plausible(start: int, end: int) -> bool:
+        word = starts.get(start)
+        one_known_word = word is not None and word[0] == end and not word[2]
+        if one_known_word and _katakana(text[start:end]) == text[start:end]:
+            return False
+        if end - start >= LONG_SPAN:
+            return True
+        if word is None or end not in ends:
+            return False
+        if one_known_word:
+            return word[1] in _TERM_POS
+        before = text[start - 1] if start else " "
+        return word[1] not in _FUNCTION_POS or not before.isalnum() or ends.get(start) in _FUNCTION_POS
+
+    found: list[tuple[int, int]] = []
+    for match in _KANA_RUN.finditer(text):
+        run = _katakana(match.group()[:MAX_KANA_RUN])
+        base = match.start()
+        spans = [(i, j) for i in range(len(run)) for j in range(i + MIN_SPAN, len(run) + 1)
+                 if known(run[i:j]) and plausible(base + i, base + j)]
+        found += [(base + i, base + j) for i, j in spans
+                  if not any(a <= i and j <= b and (a, b) != (i, j) for a, b in spans)]
+    return found
+
+
+_FUNCTION_POS = {"助詞", "助動詞"}
+
+
+def _tagged(text: str) -> list[tuple[int, int, str, bool]]:
+    """(start, end, part of speech, unknown to the dictionary) of each of the tagger's words of `text`."""
+    out, cursor = [], 0
+    for word in _words(text):
+        at = text.find(word.surface, cursor)
+        at = cursor if at < 0 else at
+        cursor = at + len(word.surface)
+        out.append((at, cursor, word.feature.pos1, bool(getattr(word, "is_unk", False))))
+    return out
 
 
 def _lemma(word) -> str:
@@ -208,15 +297,31 @@ def _katakana(text: str) -> str:
 
 
 def analyze_query(query: str, english: dict[str, str] | None = None, romaji: bool = True,
-                  synonyms: list[str] = ()) -> dict[str, list[str]]:
+                  synonyms: list[str] = (), known_reading=None) -> dict[str, list[str]]:
     """A query's tokens, with its romaji words in kana, known English terms in Japanese and the
-    textbook terms of its student wording (`synonyms`, from the thesaurus)."""
-    fields = analyze(query)
-    for extra in [*expansions(query, english or {}, romaji), *synonyms]:
-        for name, tokens in analyze(extra).items():
-            fields[name] += tokens
+    textbook terms of its student wording (`synonyms`, from the thesaurus). `known_reading(kana)`
+    says whether the index holds a kana term (kana_spans); without it the query has none."""
+    fields: dict[str, list[str]] = {}
+    for text in [query, *expansions(query, english or {}, romaji), *synonyms]:
+        for name, tokens in _analyze_kana_terms(normalize(text), known_reading).items():
+            fields.setdefault(name, []).extend(tokens)
     for name in _TITLE_FIELDS:
         fields[name] = _distinct(fields["lemma"])
+    return fields
+
+
+def _analyze_kana_terms(text: str, known_reading) -> dict[str, list[str]]:
+    """analyze() of a query's text, whose stretches of kana that are readings the index knows are
+    kana_terms tokens instead of lemmas and readings: the tagger cuts such kana into words that are not meant (よげんていり
+    -> 限定), whose lemmas would outweigh the term."""
+    spans = kana_spans(text, known_reading) if known_reading is not None else []
+    masked = text
+    for start, end in spans:
+        masked = masked[:start] + " " * (end - start) + masked[end:]
+    fields = analyze(masked)
+    if spans:  # the kana bigrams stay those of the whole text: they read kana as it is written
+        fields["kana2"] = analyze(text)["kana2"]
+    fields["kana_terms"] = [_katakana(text[start:end]) for start, end in spans]
     return fields
 
 
