@@ -49,27 +49,37 @@ def test_a_romaji_query_and_a_full_width_one_reach_the_same_reading():
         assert analyze_query(query, known_reading=known)["kana_terms"] == ["サンカクヒ"], query
 
 
-def test_kana_terms_inside_a_longer_query_are_found_between_its_particles():
-    known = _known("ハンベツシキ", "ツカイカタ", "ツカイ", "カタ")
-    fields = analyze_query("はんべつしきのつかいかた", known_reading=known)
-    assert fields["kana_terms"] == ["ハンベツシキ", "ツカイカタ"]
+def test_kana_terms_inside_a_longer_query_are_found_however_the_tagger_cut_it():
+    known = _known("ハンベツシキ", "ツカイカタ", "シスウホウソク", "シスウ")
+    assert analyze_query("はんべつしきのつかいかた", known_reading=known)["kana_terms"] == ["ハンベツシキ", "ツカイカタ"]
+    # The tagger reads しすうほうそくって as し / すう / ほう / そ / くっ / て: the term ends inside くっ.
+    assert analyze_query("しすうほうそくってなに", known_reading=known)["kana_terms"] == ["シスウホウソク"]
 
 
-def test_a_short_stretch_across_the_taggers_words_is_not_a_term():
-    # かって (勝手) inside わかっている, はどう (波動) in 範囲はどうなる, どうい (同意) in どういう.
-    known = _known("カッテ", "ハドウ", "ドウイ")
-    for query in ("わかっている", "yの範囲はどうなる", "どういう意味"):
+def test_romaji_words_are_read_together_as_one_run_of_kana():
+    assert analyze_query("yogen teiri", known_reading=_known("ヨゲンテイリ"))["kana_terms"] == ["ヨゲンテイリ"]
+
+
+def test_a_stretch_within_a_word_the_tagger_knows_is_left_to_that_word():
+    # ふつう (普通), たすきがけ (襷掛け), まとまり inside ひとまとまり: the tagger knows these words.
+    known = _known("フツウ", "タスキガケ", "マトマリ")
+    for query in ("ふつうどのくらい", "たすきがけ", "リズムのひとまとまりのこと"):
         assert analyze_query(query, known_reading=known)["kana_terms"] == [], query
+    assert "襷掛け" in analyze_query("たすきがけ", known_reading=known)["lemma"]
 
 
-def test_a_katakana_word_the_tagger_knows_stays_a_lemma():
-    fields = analyze_query("マイナスかけるマイナス", known_reading=_known("マイナス", "カケル"))
-    assert fields["kana_terms"] == [] and fields["lemma"].count("マイナス") == 2
+def test_a_katakana_stretch_begins_and_ends_with_the_taggers_words():
+    # ハノーファ is a reading in some index; ハノーファー is one word, so its lemma stays.
+    fields = analyze_query("ハノーファーの主要河川", known_reading=_known("ハノーファ", "マイナス"))
+    assert fields["kana_terms"] == [] and "主要" in fields["lemma"]
+    assert analyze_query("マイナスかけるマイナス", known_reading=_known("マイナス"))["kana_terms"] == []
+    # タスキガケ is two words to the tagger (襷 / 崖): a term it does not know as one.
+    assert analyze_query("タスキガケ", known_reading=_known("タスキガケ"))["kana_terms"] == ["タスキガケ"]
 
 
-def test_a_hiragana_word_the_tagger_reads_as_another_noun_is_looked_up_by_its_reading():
-    # かい is 甲斐 to the tagger; the index may hold it as 解 (解の公式).
-    assert analyze_query("かいのこうしき", known_reading=_known("カイ", "コウシキ"))["kana_terms"] == ["カイ", "コウシキ"]
+def test_a_stretch_shorter_than_four_kana_is_not_looked_up():
+    # こと, とき, もの are words of any sentence; a three-kana reading is too often one of them.
+    assert analyze_query("わかっているときのこと", known_reading=_known("カッテ", "トキ", "コト"))["kana_terms"] == []
 
 
 def test_kana_spans_are_positions_in_the_text():

@@ -11,15 +11,16 @@ Six fields, each its own BM25 index at search time:
   ハンベツシキ, ハンベツ, シキ; 二次方程式 -> ニジホウテイシキ, ホウテイシキ, …), so that a query typed in
   kana or romaji (はんべつしき, shisuuhousoku) meets its kanji term as a whole word. The tagger
   cannot read such a query (はんべつしき is cut into はん / 別 / しき): instead, the longest stretches
-  of the query's kana that the index holds as readings are its tokens in this field (kana_spans).
+  of the query's kana that the index holds as readings are its tokens in this field, and the
+  tagger's guesses at them are left out of the other fields (kana_spans, analyze_query).
 - page: the distinct lemmas of the page (material) title; heading: of the page title and the box
   title together. A query 「AのB」 names a topic A (often the page: 二次方程式の解き方, 一次関数) and an
   aspect B (often the box: 傾きの意味); counted once each, these fields reward a box whose page and
   title cover the query's words over one that repeats the topic in its text (一次関数とは).
 A box's text is analysed under its page title too (analyze_box): a box on 一次関数の基本 is about
 一次関数 even where its own text never says so.
-Queries are analysed the same way, plus expansions: romaji words in kana, and English school
-terms (from the glossary) in Japanese.
+Queries are analysed the same way, plus expansions: romaji words in kana (read together, as
+Japanese is written: yogen teiri -> よげんていり), and English school terms (from the glossary) in Japanese.
 """
 
 from __future__ import annotations
@@ -37,8 +38,7 @@ _BREAK_POS = {"補助記号", "空白"}
 _COMPOUND_POS = {"名詞", "接尾辞"}
 _TERM_POS = {"名詞", "接頭辞", "接尾辞"}  # the words whose runs make kana_terms
 MAX_TERM_WORDS = 5  # the longest run of nouns read as one kana term (二次方程式 is 4 words)
-MIN_SPAN = 2  # the shortest stretch of a query's kana looked up as a kana term
-LONG_SPAN = 4  # a stretch this long is a kana term wherever the tagger cut it
+MIN_SPAN = 4  # the shortest stretch of a query's kana looked up as a kana term (こと, とき: words)
 MAX_KANA_RUN = 40  # a longer run of query kana is looked up in its first this many characters
 ASCII_WORD = re.compile(r"[a-z0-9]+")
 KANA_N = 2  # length of the kana character n-grams
@@ -205,61 +205,49 @@ def _sub_runs(nouns: list[str]) -> list[str]:
     return out
 
 
-_KANA_RUN = re.compile(r"[ぁ-ゖァ-ヺー]+")
+_KANA_RUN = re.compile(r"[ぁ-ゖー]+|[ァ-ヺー]+")  # a run of hiragana or of katakana
 
 
 def kana_spans(text: str, known) -> list[tuple[int, int]]:
-    """Where the kana_terms of a query are in `text` (normalised): in each run of its kana (hiragana
-    read as katakana), the stretches of at least MIN_SPAN characters that `known(katakana)` says the
-    index holds, keeping only those inside no longer one (はんべつしきのつかいかた -> はんべつしき,
-    つかい).
+    """Where the kana_terms of a query are in `text` (normalised): in each run of its hiragana or of
+    its katakana (read as katakana), the stretches of at least MIN_SPAN characters that
+    `known(katakana)` says the index holds, keeping only those inside no longer one
+    (はんべつしきのつかいかた -> はんべつしき, つかいかた).
 
-    A short stretch (under LONG_SPAN characters) must begin and end where the tagger's words do (not
-    かって in わかっている); if it is one word the tagger knows, that word must be a noun (かい, which
-    the tagger reads 甲斐, may be 解; not どう); else it may begin with a particle or auxiliary only at
-    the start of the text, after a space or punctuation, or after another one (not はどう in
-    範囲はどうなる, but よげん in よげんていり, whose よ the tagger takes for a particle). A katakana word
-    the tagger knows as one word (マイナス) is left to its lemma."""
+    A stretch within one word the tagger knows (ふつう, マイナス, たすきがけ; まとまり of ひとまとまり) is
+    left to that word's lemma. In katakana, whose words the tagger cuts well, a stretch must begin and
+    end where its words do (not ハノーファ in ハノーファー); in hiragana it may cut across them, since the
+    tagger's words of a term it does not know are guesses (しすうほうそくって -> し / すう / ほう / そ /
+    くっ / て)."""
     words = _tagged(text)
-    starts = {start: (end, pos, unknown) for start, end, pos, unknown in words}
-    ends = {end: pos for _, end, pos, _ in words}
+    starts = {start for start, _, _ in words}
+    ends = {end for _, end, _ in words}
+    known_words = [(start, end) for start, end, unknown in words if not unknown]
 
-    def plausible(start: int, end: int) -> bool:
-        word = starts.get(start)
-        one_known_word = word is not None and word[0] == end and not word[2]
-        if one_known_word and _katakana(text[start:end]) == text[start:end]:
+    def plausible(start: int, end: int, katakana: bool) -> bool:
+        if any(a <= start and end <= b for a, b in known_words):
             return False
-        if end - start >= LONG_SPAN:
-            return True
-        if word is None or end not in ends:
-            return False
-        if one_known_word:
-            return word[1] in _TERM_POS
-        before = text[start - 1] if start else " "
-        return word[1] not in _FUNCTION_POS or not before.isalnum() or ends.get(start) in _FUNCTION_POS
+        return not katakana or (start in starts and end in ends)
 
     found: list[tuple[int, int]] = []
     for match in _KANA_RUN.finditer(text):
         run = _katakana(match.group()[:MAX_KANA_RUN])
-        base = match.start()
+        base, katakana = match.start(), not any("ぁ" <= c <= "ゖ" for c in match.group())
         spans = [(i, j) for i in range(len(run)) for j in range(i + MIN_SPAN, len(run) + 1)
-                 if known(run[i:j]) and plausible(base + i, base + j)]
+                 if known(run[i:j]) and plausible(base + i, base + j, katakana)]
         found += [(base + i, base + j) for i, j in spans
                   if not any(a <= i and j <= b and (a, b) != (i, j) for a, b in spans)]
     return found
 
 
-_FUNCTION_POS = {"助詞", "助動詞"}
-
-
-def _tagged(text: str) -> list[tuple[int, int, str, bool]]:
-    """(start, end, part of speech, unknown to the dictionary) of each of the tagger's words of `text`."""
+def _tagged(text: str) -> list[tuple[int, int, bool]]:
+    """(start, end, unknown to the dictionary) of each of the tagger's words of `text`."""
     out, cursor = [], 0
     for word in _words(text):
         at = text.find(word.surface, cursor)
         at = cursor if at < 0 else at
         cursor = at + len(word.surface)
-        out.append((at, cursor, word.feature.pos1, bool(getattr(word, "is_unk", False))))
+        out.append((at, cursor, bool(getattr(word, "is_unk", False))))
     return out
 
 
@@ -332,7 +320,8 @@ def expansions(query: str, english: dict[str, str], romaji: bool = True) -> list
     if romaji_words:
         import jaconv
 
-        out.append(" ".join(jaconv.alphabet2kana(w) for w in romaji_words))
+        # Spaces between romaji words are the writer's (yogen teiri): Japanese is read without them.
+        out.append("".join(jaconv.alphabet2kana(w) for w in romaji_words))
     phrase = f" {' '.join(words)} "
     out += [term for slug, term in english.items() if f" {slug.replace('-', ' ')} " in phrase]
     return out
