@@ -114,7 +114,7 @@ def test_a_wrong_dimension_is_refused(built):
 
 def test_a_wrong_count_is_refused(built):
     _rewrite_manifest(built.output, lambda m: m["counts"].update(chunks=3))
-    with pytest.raises(CountMismatch, match="holds 159 entries, the manifest says 3"):
+    with pytest.raises(CountMismatch, match="holds 171 entries, the manifest says 3"):
         KnowledgeIndex.open(built.output, embedder=FakeEmbedder())
 
 

@@ -121,7 +121,7 @@ def test_a_vectors_file_larger_than_its_rows_and_dimension_is_refused_after_read
     _rewrite_manifest(built.output, lambda m: m["files"]["vectors.faiss"].update(size=3 * GIB))
     _rewrite_manifest(built.output, lambda m: m.update(build_id=build_id_of(m["files"])))
     spy = ReadSpy(monkeypatch)
-    with pytest.raises(ArtifactUnreadable, match=f"{3 * GIB} bytes, but 159 vectors of dimension 64 take"):
+    with pytest.raises(ArtifactUnreadable, match=f"{3 * GIB} bytes, but 171 vectors of dimension 64 take"):
         verify_set(built.output, FakeEmbedder())
     assert spy.limits("vectors.faiss") == [verify_module._flat_header_size()]
 
@@ -222,7 +222,7 @@ def test_lexical_rows_that_do_not_match_the_chunks_are_refused(built):
     lexical = json.loads((built.output / "lexical.json").read_text(encoding="utf-8"))
     lexical["fields"]["lemma"].pop()
     _forge(built.output, "lexical.json", json.dumps(lexical).encode())
-    with pytest.raises(CountMismatch, match="lexical.json field 'lemma' holds 158 entries, the manifest says 159"):
+    with pytest.raises(CountMismatch, match="lexical.json field 'lemma' holds 170 entries, the manifest says 171"):
         verify_set(built.output, FakeEmbedder())
 
 

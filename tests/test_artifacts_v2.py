@@ -62,7 +62,7 @@ def test_a_v1_set_stays_readable_and_answers_as_the_v2_set_of_the_same_site(site
 
 
 def test_an_ivf_set_answers_as_the_exact_set_on_a_small_site(site_dir, tmp_path):
-    """With 159 chunks there are 4 lists and every list is probed, so the answers are exact."""
+    """With 171 chunks there are 4 lists and every list is probed, so the answers are exact."""
     exact = kb.KnowledgeIndex.open(_build(site_dir, tmp_path, "exact").output, embedder=FakeEmbedder())
     ivf = kb.KnowledgeIndex.open(_build(site_dir, tmp_path, "ivf", dense_index="ivf").output,
                                  embedder=FakeEmbedder())
@@ -300,7 +300,7 @@ def test_v2_chunks_are_the_v1_chunks_and_both_files_match_the_shipped_schemas(si
 def test_every_chunk_of_a_v2_set_is_found_by_its_id_before_and_after_the_id_table_is_built(built):
     index = kb.KnowledgeIndex.open(built, embedder=FakeEmbedder())
     ids = [json.loads(line)["id"] for line in (built / "knowledge_chunks.jsonl").read_text(encoding="utf-8").splitlines()]
-    for _ in range(2):  # 159 lookups by bisection, then (past 256) from the table
+    for _ in range(2):  # 171 lookups by bisection, then (past 256) from the table
         assert [index.row_of(chunk_id) for chunk_id in ids] == list(range(len(ids)))
     assert index.chunks._table is not None and index.row_of("無い#rule-x") is None
     assert index.get(ids[7]).id == ids[7]
@@ -399,6 +399,6 @@ def test_a_rebuild_with_another_sections_setting_or_embedder_is_a_full_build(sit
 def test_auto_takes_inverted_lists_above_exact_max_rows_set_in_the_environment(site_dir, tmp_path):
     config = kb.load_config(site=site_dir, cache_dir=tmp_path / "cache", env={"KB_EXACT_MAX_ROWS": "100"})
     assert config.dense_index == "auto" and config.exact_max_rows == 100
-    assert kb.build(config, embedder=FakeEmbedder()).artifacts.manifest["dense"]["index"] == "ivf"  # 159 > 100
+    assert kb.build(config, embedder=FakeEmbedder()).artifacts.manifest["dense"]["index"] == "ivf"  # 171 > 100
     config = kb.load_config(site=site_dir, cache_dir=tmp_path / "cache", env={"KB_EXACT_MAX_ROWS": "1000"})
     assert kb.build(config, embedder=FakeEmbedder()).artifacts.manifest["dense"]["index"] == "exact"

@@ -69,7 +69,7 @@ def test_build_json_output_is_machine_readable(site_dir, monkeypatch):
     result = CliRunner().invoke(main, ["build", "--site", str(site_dir), "--format", "json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
-    assert summary["chunks"] == 159 and summary["embedded"] == 159 and summary["cached"] == 0
+    assert summary["chunks"] == 171 and summary["embedded"] == 171 and summary["cached"] == 0
     assert summary["output"] == str(site_dir / "_site" / "knowledge" / "v2")
     assert summary["pages"] == {"generator": "jekyll", "found": 11, "indexed": 10, "skipped": [
         {"path": "index.html", "reason": "no main content (no text outside navigation, or only lists of links)"}]}

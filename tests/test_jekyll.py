@@ -54,7 +54,7 @@ def test_jekyll_build_runs_the_plugin_and_publishes_versioned_artifacts(built_si
     knowledge = built_site / "_site" / "knowledge"
     manifest = json.loads((knowledge / "v2" / "manifest.json").read_text(encoding="utf-8"))
     latest = json.loads((knowledge / "latest.json").read_text(encoding="utf-8"))
-    assert manifest["counts"]["chunks"] == 159 and manifest["embedder"]["provider"] == "local"
+    assert manifest["counts"]["chunks"] == 171 and manifest["embedder"]["provider"] == "local"
     assert latest["build_id"] == manifest["build_id"] and latest["schema_version"] == 2
 
 

@@ -50,13 +50,13 @@ def test_publish_inserts_then_changes_nothing_then_applies_a_diff(fresh_db, tmp_
     runner = CliRunner()
     result = runner.invoke(main, ["publish", "--index", str(first), "--database-url", fresh_db])
     assert result.exit_code == 0, result.output
-    assert "159 new, 0 changed, 0 deleted, 0 unchanged" in result.output
-    assert "publishing: 159/159 rows (100 %)" in result.stderr.splitlines()  # stderr is not a terminal here
+    assert "171 new, 0 changed, 0 deleted, 0 unchanged" in result.output
+    assert "publishing: 171/171 rows (100 %)" in result.stderr.splitlines()  # stderr is not a terminal here
     build_id = json.loads((first / "manifest.json").read_text())["build_id"]
-    assert _meta(fresh_db)["build_id"] == build_id and len(_rows(fresh_db)) == 159
+    assert _meta(fresh_db)["build_id"] == build_id and len(_rows(fresh_db)) == 171
 
     again = runner.invoke(main, ["publish", "--index", str(first), "--database-url", fresh_db])
-    assert "0 new, 0 changed, 0 deleted, 159 unchanged" in again.output and "publishing" not in again.stderr
+    assert "0 new, 0 changed, 0 deleted, 171 unchanged" in again.output and "publishing" not in again.stderr
 
     def edit(root):
         page = root / "junior" / "一次方程式.html"
@@ -95,7 +95,7 @@ def test_anon_may_read_and_call_the_rpcs_but_not_write(fresh_db, tmp_path):
         publish(conn, _site_index(tmp_path))
     with psycopg.connect(fresh_db, autocommit=True) as conn:
         conn.execute("set role anon")
-        assert conn.execute("select count(*) from knowledge_chunks").fetchone()[0] == 159
+        assert conn.execute("select count(*) from knowledge_chunks").fetchone()[0] == 171
         vector = "[" + ",".join(["0.125"] * 64) + "]"
         assert len(conn.execute("select * from search_knowledge(%s::vector, 3)", (vector,)).fetchall()) == 3
         assert conn.execute("select title from get_chunk_by_id(%s)", ("二次方程式#rule-quadratic-formula",)).fetchone()
@@ -106,7 +106,7 @@ def test_anon_may_read_and_call_the_rpcs_but_not_write(fresh_db, tmp_path):
                           "insert into knowledge_meta (key, value) values ('build_id', 'x')"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)
-    assert len(_rows(fresh_db)) == 159
+    assert len(_rows(fresh_db)) == 171
 
 
 def test_hostile_text_is_data_not_sql(fresh_db, tmp_path):

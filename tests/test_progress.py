@@ -83,11 +83,11 @@ def test_build_into_a_log_reports_each_stage_and_ends_each_at_its_total(site_dir
                 for path in site_dir.rglob("*.html"))
     assert list(stages) == ["reading pages", "embedding", "indexing words"]
     assert stages["reading pages"][-1] == (pages, pages)
-    assert stages["embedding"][-1] == (159, 159) and stages["indexing words"][-1] == (159, 159)
+    assert stages["embedding"][-1] == (171, 171) and stages["indexing words"][-1] == (171, 171)
     for lines in stages.values():
         assert len(lines) <= 10 and [done for done, _ in lines] == sorted({done for done, _ in lines})
     assert "\r" not in result.stderr
-    assert "Embedded 159 new or changed chunks" in result.stdout
+    assert "Embedded 171 new or changed chunks" in result.stdout
 
 
 def test_no_progress_json_and_a_no_change_rebuild_print_no_progress(site_dir, monkeypatch):
@@ -97,7 +97,7 @@ def test_no_progress_json_and_a_no_change_rebuild_print_no_progress(site_dir, mo
     for result in (quiet, machine, again):
         assert result.exit_code == 0, result.output
         assert _stages(result.stderr) == {}
-    assert "Embedded 0 new or changed chunks; 159 came from the cache." in again.stdout
+    assert "Embedded 0 new or changed chunks; 171 came from the cache." in again.stdout
 
 
 def test_build_on_a_terminal_draws_tqdm_s_bar_and_prints_no_lines(site_dir, monkeypatch):
@@ -115,5 +115,5 @@ def test_build_on_a_terminal_draws_tqdm_s_bar_and_prints_no_lines(site_dir, monk
 def test_json_with_progress_keeps_stdout_parseable(site_dir, monkeypatch):
     result = _build(monkeypatch, site_dir, "--format", "json", "--progress")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["embedded"] == 159
-    assert _stages(result.stderr)["embedding"][-1] == (159, 159)
+    assert json.loads(result.stdout)["embedded"] == 171
+    assert _stages(result.stderr)["embedding"][-1] == (171, 171)

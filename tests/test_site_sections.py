@@ -106,20 +106,24 @@ def index(fake_index_dir):
     return KnowledgeIndex.open(fake_index_dir, FakeEmbedder())
 
 
+INTRO = "1から25までの整数 n について、n² と n³ の値をまとめました。"
+
+
 def test_each_row_of_the_table_is_a_chunk_that_carries_the_header(extraction):
     rows = [c for c in extraction.chunks if c.material == TABLE and c.type == "table"]
     assert len(rows) == 25
     for chunk in rows:
-        assert chunk.content.startswith("n | n の2乗（平方数） | n の3乗（立方数）\n")
+        # the sentence that introduces the table, then its header line (issue 25)
+        assert chunk.content.startswith(f"{INTRO}\nn | n の2乗（平方数） | n の3乗（立方数）\n")
         assert chunk.url.endswith(f"{TABLE}.html#section1") and chunk.title == "1. 平方数・立方数の表"
 
 
 def test_context_rows_are_shown_marked_and_not_read_by_the_channels(extraction):
     row17 = next(c for c in extraction.chunks if c.id == f"{TABLE}#tbl-1-heiho-su-rippo-t1-r17-17")
-    assert row17.content.split("\n")[1:] == [f"{CONTEXT_MARK}16 | 256 | 4096", "17 | 289 | 4913",
+    assert row17.content.split("\n")[2:] == [f"{CONTEXT_MARK}16 | 256 | 4096", "17 | 289 | 4913",
                                              f"{CONTEXT_MARK}18 | 324 | 5832"]
     assert "256" not in lexical_text(row17) and "324" not in row17.embed_text
-    assert row17.excerpt == "n | n の2乗（平方数） | n の3乗（立方数）\n17 | 289 | 4913"
+    assert row17.excerpt == f"{INTRO}\nn | n の2乗（平方数） | n の3乗（立方数）\n17 | 289 | 4913"
 
 
 @pytest.mark.parametrize("mode", ["lexical", "hybrid"])
@@ -231,7 +235,7 @@ def test_report_json_counts_sections_and_pages_indexed_only_by_them(indexed, tmp
     result = CliRunner().invoke(main, ["report", "--site", str(indexed), "--out", str(tmp_path / "r.html"),
                                        "--format", "json"])
     totals = json.loads(result.output)
-    assert (totals["section"], totals["table"], totals["pages_only_sections"]) == (13, 25, 2)
+    assert (totals["section"], totals["table"], totals["pages_only_sections"]) == (25, 25, 2)
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "pages indexed only by sections" in html and "<th>only sections</th>" in html
 

@@ -65,9 +65,9 @@ def test_edited_box_text_is_a_stale_content_warning(indexed):
 
 
 @pytest.mark.parametrize("schema, found", [
-    (1, r"holds 159 entries, the manifest says 160"),
-    (2, r"artifact 'rows\.npy' in '.*/knowledge/v2' cannot be used \(holds .* \(159,\), the manifest's counts need "
-        r".* \(160,\)\)")])
+    (1, r"holds 171 entries, the manifest says 172"),
+    (2, r"artifact 'rows\.npy' in '.*/knowledge/v2' cannot be used \(holds .* \(171,\), the manifest's counts need "
+        r".* \(172,\)\)")])
 def test_a_damaged_artifact_set_is_an_integrity_error(indexed, schema, found):
     index = indexed / "_site" / "knowledge" / f"v{schema}"
     manifest = json.loads((index / "manifest.json").read_text(encoding="utf-8"))
