@@ -9,8 +9,9 @@ import pytest
 from knowledge_build.text.ja import ANALYZER, FIELDS, analyze, analyze_box, analyze_query, box_text, kana_spans
 
 
-def _known(*readings):
-    return set(readings).__contains__
+def _known(*readings, lemmas=()):
+    """What an index holds: these kana terms, and these lemmas."""
+    return lambda field, token: token in (readings if field == "kana_terms" else lemmas)
 
 
 def test_a_text_holds_the_readings_of_its_nouns_and_of_their_runs():
@@ -31,7 +32,7 @@ def test_a_box_has_kana_terms_and_the_field_is_part_of_the_analyzer():
 
 
 def test_an_all_hiragana_query_is_its_known_reading_and_not_the_taggers_guesses():
-    fields = analyze_query("はんべつしき", known_reading=_known("ハンベツシキ", "ハンベツ", "シキ"))
+    fields = analyze_query("はんべつしき", known_token=_known("ハンベツシキ", "ハンベツ", "シキ"))
     assert fields["kana_terms"] == ["ハンベツシキ"]  # the longest known reading, not its parts
     # The tagger cuts はんべつしき into はん / べつ (別) / しき; none of that reaches the lemma fields.
     assert fields["lemma"] == fields["page"] == fields["heading"] == []
@@ -44,42 +45,50 @@ def test_a_query_without_an_index_to_ask_has_no_kana_terms():
 
 
 def test_a_romaji_query_and_a_full_width_one_reach_the_same_reading():
-    known = _known("サンカクヒ", "サンカク")
+    known = _known("サンカクヒ", "サンカク", lemmas=("三角",))
     for query in ("sankakuhi", "ｓａｎｋａｋｕｈｉ", "さんかくひ", "サンカクヒ", "ｻﾝｶｸﾋ"):
-        assert analyze_query(query, known_reading=known)["kana_terms"] == ["サンカクヒ"], query
+        assert analyze_query(query, known_token=known)["kana_terms"] == ["サンカクヒ"], query
 
 
 def test_kana_terms_inside_a_longer_query_are_found_however_the_tagger_cut_it():
     known = _known("ハンベツシキ", "ツカイカタ", "シスウホウソク", "シスウ")
-    assert analyze_query("はんべつしきのつかいかた", known_reading=known)["kana_terms"] == ["ハンベツシキ", "ツカイカタ"]
+    assert analyze_query("はんべつしきのつかいかた", known_token=known)["kana_terms"] == ["ハンベツシキ", "ツカイカタ"]
     # The tagger reads しすうほうそくって as し / すう / ほう / そ / くっ / て: the term ends inside くっ.
-    assert analyze_query("しすうほうそくってなに", known_reading=known)["kana_terms"] == ["シスウホウソク"]
+    assert analyze_query("しすうほうそくってなに", known_token=known)["kana_terms"] == ["シスウホウソク"]
 
 
 def test_romaji_words_are_read_together_as_one_run_of_kana():
-    assert analyze_query("yogen teiri", known_reading=_known("ヨゲンテイリ"))["kana_terms"] == ["ヨゲンテイリ"]
+    assert analyze_query("yogen teiri", known_token=_known("ヨゲンテイリ"))["kana_terms"] == ["ヨゲンテイリ"]
 
 
 def test_a_stretch_within_a_word_the_tagger_knows_is_left_to_that_word():
     # ふつう (普通), たすきがけ (襷掛け), まとまり inside ひとまとまり: the tagger knows these words.
-    known = _known("フツウ", "タスキガケ", "マトマリ")
+    known = _known("フツウ", "タスキガケ", "マトマリ", lemmas=("普通", "襷掛け"))
     for query in ("ふつうどのくらい", "たすきがけ", "リズムのひとまとまりのこと"):
-        assert analyze_query(query, known_reading=known)["kana_terms"] == [], query
-    assert "襷掛け" in analyze_query("たすきがけ", known_reading=known)["lemma"]
+        assert analyze_query(query, known_token=known)["kana_terms"] == [], query
+    assert "襷掛け" in analyze_query("たすきがけ", known_token=known)["lemma"]
+
+
+def test_a_word_the_tagger_knows_by_a_lemma_the_index_lacks_is_looked_up_by_its_reading():
+    # The tagger reads ごうせい as 豪勢; an index of 合成 holds ゴウセイ but not 豪勢.
+    fields = analyze_query("さんかくかんすうのごうせい", known_token=_known("サンカクカンスウ", "ゴウセイ", lemmas=("合成",)))
+    assert fields["kana_terms"] == ["サンカクカンスウ", "ゴウセイ"] and "豪勢" not in fields["lemma"]
+    held = analyze_query("さんかくかんすうのごうせい", known_token=_known("ゴウセイ", lemmas=("豪勢",)))
+    assert held["kana_terms"] == [] and "豪勢" in held["lemma"]
 
 
 def test_a_katakana_stretch_begins_and_ends_with_the_taggers_words():
     # ハノーファ is a reading in some index; ハノーファー is one word, so its lemma stays.
-    fields = analyze_query("ハノーファーの主要河川", known_reading=_known("ハノーファ", "マイナス"))
+    fields = analyze_query("ハノーファーの主要河川", known_token=_known("ハノーファ", "マイナス", lemmas=("ハノーバー",)))
     assert fields["kana_terms"] == [] and "主要" in fields["lemma"]
-    assert analyze_query("マイナスかけるマイナス", known_reading=_known("マイナス"))["kana_terms"] == []
+    assert analyze_query("マイナスかけるマイナス", known_token=_known("マイナス", lemmas=("マイナス",)))["kana_terms"] == []
     # タスキガケ is two words to the tagger (襷 / 崖): a term it does not know as one.
-    assert analyze_query("タスキガケ", known_reading=_known("タスキガケ"))["kana_terms"] == ["タスキガケ"]
+    assert analyze_query("タスキガケ", known_token=_known("タスキガケ"))["kana_terms"] == ["タスキガケ"]
 
 
 def test_a_stretch_shorter_than_four_kana_is_not_looked_up():
     # こと, とき, もの are words of any sentence; a three-kana reading is too often one of them.
-    assert analyze_query("わかっているときのこと", known_reading=_known("カッテ", "トキ", "コト"))["kana_terms"] == []
+    assert analyze_query("わかっているときのこと", known_token=_known("カッテ", "トキ", "コト"))["kana_terms"] == []
 
 
 def test_kana_spans_are_positions_in_the_text():

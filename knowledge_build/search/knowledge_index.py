@@ -277,11 +277,11 @@ class KnowledgeIndex:
         synonyms = thesaurus_terms(query, settings.thesaurus_file) if settings.expand_thesaurus else []
         postings = self._postings
         if "kana_terms" in postings.fields:
-            def known(kana: str) -> bool:
-                return postings.token_id("kana_terms", kana) >= 0
+            def known(field: str, token: str) -> bool:
+                return postings.token_id(field, token) >= 0
         else:
             known = None
-        return analyze_query(query, english, romaji=settings.expand_romaji, synonyms=synonyms, known_reading=known)
+        return analyze_query(query, english, romaji=settings.expand_romaji, synonyms=synonyms, known_token=known)
 
     def _lexical_scores(self, query: str, allowed, fields: dict[str, list[str]] | None = None) -> dict[int, float]:
         """Weighted BM25 of the top candidates (score > 0), by row (`fields`: the query's tokens, when

@@ -210,22 +210,25 @@ _KANA_RUN = re.compile(r"[ぁ-ゖー]+|[ァ-ヺー]+")  # a run of hiragana or o
 
 def kana_spans(text: str, known) -> list[tuple[int, int]]:
     """Where the kana_terms of a query are in `text` (normalised): in each run of its hiragana or of
-    its katakana (read as katakana), the stretches of at least MIN_SPAN characters that
-    `known(katakana)` says the index holds, keeping only those inside no longer one
-    (はんべつしきのつかいかた -> はんべつしき, つかいかた).
+    its katakana (read as katakana), the stretches of at least MIN_SPAN characters that the index
+    holds as kana terms (`known(field, token)`: whether the index holds the token in that field),
+    keeping only those inside no longer one (はんべつしきのつかいかた -> はんべつしき, つかいかた).
 
-    A stretch within one word the tagger knows (ふつう, マイナス, たすきがけ; まとまり of ひとまとまり) is
-    left to that word's lemma. In katakana, whose words the tagger cuts well, a stretch must begin and
-    end where its words do (not ハノーファ in ハノーファー); in hiragana it may cut across them, since the
-    tagger's words of a term it does not know are guesses (しすうほうそくって -> し / すう / ほう / そ /
-    くっ / て)."""
+    A stretch that is a word the tagger knows, with a lemma the index holds (ふつう: 普通; たすきがけ:
+    襷掛け), or that lies inside a longer known word (まとまり of ひとまとまり), is left to the lemma;
+    a known word whose lemma the index lacks is a homophone the tagger chose (ごうせい: 豪勢, where
+    the index has 合成) and is looked up by its reading. In katakana, whose words the tagger cuts
+    well, a stretch must begin and end where its words do (not ハノーファ in ハノーファー); in hiragana
+    it may cut across them, since the tagger's words of a term it does not know are guesses
+    (しすうほうそくって -> し / すう / ほう / そ / くっ / て)."""
     words = _tagged(text)
     starts = {start for start, _, _ in words}
     ends = {end for _, end, _ in words}
-    known_words = [(start, end) for start, end, unknown in words if not unknown]
+    # The words the tagger knows, and whether the index holds their lemma.
+    known_words = [(start, end, known("lemma", lemma)) for start, end, lemma in words if lemma]
 
     def plausible(start: int, end: int, katakana: bool) -> bool:
-        if any(a <= start and end <= b for a, b in known_words):
+        if any(a <= start and end <= b and (held or (a, b) != (start, end)) for a, b, held in known_words):
             return False
         return not katakana or (start in starts and end in ends)
 
@@ -234,20 +237,21 @@ def kana_spans(text: str, known) -> list[tuple[int, int]]:
         run = _katakana(match.group()[:MAX_KANA_RUN])
         base, katakana = match.start(), not any("ぁ" <= c <= "ゖ" for c in match.group())
         spans = [(i, j) for i in range(len(run)) for j in range(i + MIN_SPAN, len(run) + 1)
-                 if known(run[i:j]) and plausible(base + i, base + j, katakana)]
+                 if known("kana_terms", run[i:j]) and plausible(base + i, base + j, katakana)]
         found += [(base + i, base + j) for i, j in spans
                   if not any(a <= i and j <= b and (a, b) != (i, j) for a, b in spans)]
     return found
 
 
-def _tagged(text: str) -> list[tuple[int, int, bool]]:
-    """(start, end, unknown to the dictionary) of each of the tagger's words of `text`."""
+def _tagged(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, lemma) of each of the tagger's words of `text`; the lemma is '' for a word the
+    dictionary does not know."""
     out, cursor = [], 0
     for word in _words(text):
         at = text.find(word.surface, cursor)
         at = cursor if at < 0 else at
         cursor = at + len(word.surface)
-        out.append((at, cursor, bool(getattr(word, "is_unk", False))))
+        out.append((at, cursor, "" if getattr(word, "is_unk", False) else _lemma(word)))
     return out
 
 
@@ -285,24 +289,25 @@ def _katakana(text: str) -> str:
 
 
 def analyze_query(query: str, english: dict[str, str] | None = None, romaji: bool = True,
-                  synonyms: list[str] = (), known_reading=None) -> dict[str, list[str]]:
+                  synonyms: list[str] = (), known_token=None) -> dict[str, list[str]]:
     """A query's tokens, with its romaji words in kana, known English terms in Japanese and the
-    textbook terms of its student wording (`synonyms`, from the thesaurus). `known_reading(kana)`
-    says whether the index holds a kana term (kana_spans); without it the query has none."""
+    textbook terms of its student wording (`synonyms`, from the thesaurus). `known_token(field,
+    token)` says whether the index holds a token in a field (kana_spans); without it the query has
+    no kana terms."""
     fields: dict[str, list[str]] = {}
     for text in [query, *expansions(query, english or {}, romaji), *synonyms]:
-        for name, tokens in _analyze_kana_terms(normalize(text), known_reading).items():
+        for name, tokens in _analyze_kana_terms(normalize(text), known_token).items():
             fields.setdefault(name, []).extend(tokens)
     for name in _TITLE_FIELDS:
         fields[name] = _distinct(fields["lemma"])
     return fields
 
 
-def _analyze_kana_terms(text: str, known_reading) -> dict[str, list[str]]:
+def _analyze_kana_terms(text: str, known_token) -> dict[str, list[str]]:
     """analyze() of a query's text, whose stretches of kana that are readings the index knows are
     kana_terms tokens instead of lemmas and readings: the tagger cuts such kana into words that are not meant (よげんていり
     -> 限定), whose lemmas would outweigh the term."""
-    spans = kana_spans(text, known_reading) if known_reading is not None else []
+    spans = kana_spans(text, known_token) if known_token is not None else []
     masked = text
     for start, end in spans:
         masked = masked[:start] + " " * (end - start) + masked[end:]
