@@ -15,7 +15,7 @@ def _known(*readings, lemmas=()):
 
 
 def test_a_text_holds_the_readings_of_its_nouns_and_of_their_runs():
-    terms = analyze("判別式と指数法則、二次方程式")["kana_terms"]
+    terms = analyze("判別式と指数法則、二次方程式", kana_terms=True)["kana_terms"]
     assert {"ハンベツシキ", "ハンベツ", "シキ", "シスウホウソク", "シスウ", "ホウソク"} <= set(terms)
     assert {"ニジホウテイシキ", "ホウテイシキ"} <= set(terms)
     # A particle or punctuation ends a run: no reading spans two terms.
@@ -23,7 +23,7 @@ def test_a_text_holds_the_readings_of_its_nouns_and_of_their_runs():
 
 
 def test_a_verb_is_not_a_kana_term():
-    assert "ツカウ" not in analyze("判別式を使う")["kana_terms"]
+    assert "ツカウ" not in analyze("判別式を使う", kana_terms=True)["kana_terms"]
 
 
 def test_a_box_has_kana_terms_and_the_field_is_part_of_the_analyzer():

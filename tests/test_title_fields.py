@@ -68,7 +68,7 @@ def test_a_query_matches_the_title_fields_with_its_lemmas_each_once():
     fields = analyze_query("一次関数のグラフと一次関数の式")
     assert fields["page"] == fields["heading"] == ["1", "次", "1次", "関数", "グラフ", "式"]
     assert fields["lemma"].count("関数") == 2
-    assert analyze("一次関数").keys() == {"lemma", "reading", "kana2", "kana_terms"}
+    assert analyze("一次関数").keys() == {"lemma", "reading", "kana2"}
 
 
 def test_the_aspect_of_a_topic_finds_its_box_over_the_box_that_repeats_the_topic(index_dir):

@@ -122,7 +122,7 @@ def analyze_box(text: str) -> dict[str, list[str]]:
     """Every field's tokens of one box written by box_text: lemma, reading and kana2 of the whole
     text (page title included), page and heading from the first two lines, each lemma once."""
     page_title, title = (text.split("\n", 2) + ["", ""])[:2]
-    fields = analyze(text)
+    fields = analyze(text, kana_terms=True)
     page = analyze(page_title)["lemma"]
     fields["page"] = _distinct(page)
     fields["heading"] = _distinct(page + analyze(title)["lemma"])
@@ -152,8 +152,9 @@ def _distinct(tokens: list[str]) -> list[str]:
     return list(dict.fromkeys(tokens))
 
 
-def analyze(text: str) -> dict[str, list[str]]:
-    """The lemma, reading, kana-bigram and kana-term tokens of one text (never an empty token)."""
+def analyze(text: str, kana_terms: bool = False) -> dict[str, list[str]]:
+    """The lemma, reading and kana-bigram tokens of one text (never an empty token), and its kana
+    terms when asked (the index's field; the stores of web sources and notes do not search it)."""
     lemmas: list[str] = []
     readings: list[str] = []
     runs: list[str] = []
@@ -188,9 +189,9 @@ def analyze(text: str) -> dict[str, list[str]]:
             readings.append(kana)
     runs.append(run)
     terms += _sub_runs(nouns)
-    return {"lemma": lemmas, "reading": readings,
-            "kana2": [r[i:i + KANA_N] for r in runs for i in range(len(r) - KANA_N + 1)],
-            "kana_terms": terms}
+    fields = {"lemma": lemmas, "reading": readings,
+              "kana2": [r[i:i + KANA_N] for r in runs for i in range(len(r) - KANA_N + 1)]}
+    return {**fields, "kana_terms": terms} if kana_terms else fields
 
 
 def _sub_runs(nouns: list[str]) -> list[str]:
