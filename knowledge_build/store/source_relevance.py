@@ -11,6 +11,7 @@ Web chunks are sections and tables, so their cosines are read against the parts'
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -62,7 +63,13 @@ def scored(order: list, rows: dict, cosine: dict, query: dict[str, list[str]], s
     for start in range(0, len(order), step):
         batch = order[start:start + step]
         stats = stats or statistics(own)
-        found = coverage(own, [rows[i]["tokens"] for i in batch], stats)
+        found = coverage(own, [_tokens(rows[i]["tokens"]) for i in batch], stats)
         sims = [float(np.clip(cosine[i], 0.0, 1.0)) for i in batch]
         scores, query_best = relevances(sims, found, settings, query_best, [True] * len(batch))
         yield from zip(batch, scores)
+
+
+def _tokens(stored) -> dict[str, list[str]]:
+    """A candidate's tokens by field: SQLite hands over its JSON text unread, since only the
+    candidates that get scored (usually the first window of the ~200) need it; Postgres, a dict."""
+    return json.loads(stored) if isinstance(stored, str) else stored

@@ -277,7 +277,6 @@ class SqliteSources:
                                  f" ({', '.join('?' * len(part))})", part):
                 row = dict(zip(_COLUMNS, r))
                 row["parents"] = json.loads(row["parents"])
-                row["tokens"] = json.loads(row["tokens"])
                 row["embedding"] = np.frombuffer(row["embedding"], dtype=np.float32)
                 rows[row["id"]] = row
         return rows
