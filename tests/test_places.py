@@ -92,10 +92,14 @@ def test_a_relevance_floor_applies_to_every_chunk_shown(fake_index_dir):
     from knowledge_build.search.ranking import SearchSettings
 
     index = kb.KnowledgeIndex.open(fake_index_dir, FakeEmbedder(), settings=SearchSettings(relevance_cosine_slope=0))
-    shown = sorted(s["relevance"] for r in index.search(ROW_QUESTION, k=5) for s in r.sub_results)
-    floor = (shown[0] + shown[-1]) / 2
-    assert shown[0] < floor
+    results = index.search(ROW_QUESTION, k=5)
+    subs = [s["relevance"] for r in results for s in r.sub_results]
+    # a floor above the sub-results' relevance and below a lead that has sub-results
+    lead = max(r.relevance for r in results if r.sub_results)
+    assert subs and max(subs) < lead
+    floor = (max(subs) + lead) / 2
     kept = index.search(ROW_QUESTION, k=5, min_relevance=floor)
+    assert any(r.sub_results for r in results) and not any(r.sub_results for r in kept)
     assert kept and all(r.relevance >= floor and all(s["relevance"] >= floor for s in r.sub_results) for r in kept)
 
 
