@@ -69,7 +69,7 @@ class SearchSettings:
     relevance_window: int = 5  # the query's relevance is its best evidence among this many candidates
     # Lexical coverage is read in the chunk's own text fields: the title fields (page, heading) are
     # a few words long, so one shared word would look like full coverage.
-    relevance_fields: tuple = ("lemma", "reading", "kana2")
+    relevance_fields: tuple = ("lemma", "reading", "kana2", "kana_terms")
     relevance_threshold: float = 0.5  # `relevant` is relevance >= this
     min_relevance: float | None = None  # drop results whose relevance is lower (off by default)
 
