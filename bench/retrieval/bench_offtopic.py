@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared harness
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_outside_boxes: its is_answer
 import harness  # noqa: E402
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)
@@ -29,14 +30,26 @@ def best_relevance(index, path: Path) -> list[float]:
 
 
 def answer_relevance(index, path: Path) -> tuple[list[float], list[float]]:
-    """Relevance of every labelled answer found in the top K, and of correct top-1 answers."""
+    """Relevance of every labelled answer found in the top K, and of correct top-1 answers. A line
+    is labelled by chunk ids (`relevant`) or by page and snippet (`material`, `snippet`: the
+    outside-box questions, judged as bench_outside_boxes.py judges them)."""
     found, first = [], []
     for item in harness.read_jsonl(path):
         results = index.search(item["query"], k=K)
-        found += [r.relevance for r in results if r.id in item["relevant"]]
-        if results and results[0].id in item["relevant"]:
+        correct = [_is_correct(index, r, item) for r in results]
+        found += [r.relevance for r, ok in zip(results, correct) if ok]
+        if results and correct[0]:
             first.append(results[0].relevance)
     return found, first
+
+
+def _is_correct(index, result, item: dict) -> bool:
+    ids = [result.id, *(sub["id"] for sub in getattr(result, "sub_results", ()) or ())]
+    if "relevant" in item:
+        return any(i in item["relevant"] for i in ids)
+    from bench_outside_boxes import is_answer
+
+    return any(is_answer(c.material, f"{c.title}\n{c.content}", item) for c in map(index.get, ids))
 
 
 def main() -> None:
