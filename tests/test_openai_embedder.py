@@ -257,7 +257,7 @@ def test_build_sends_few_large_requests_several_at_a_time(fake_server, site_dir)
                                        "--base-url", url, "--embedding-dimensions", "8", "--batch-size", "32",
                                        "--format", "json"])
     assert result.exit_code == 0, result.output
-    assert sorted(server.inputs) == [SITE_CHUNKS - 4 * 32, 32, 32, 32, 32]  # ceil(171 / 32) = 5 requests
+    assert sorted(server.inputs) == [SITE_CHUNKS - 5 * 32, 32, 32, 32, 32, 32]  # ceil(171 / 32) = 6 requests
     assert 2 <= server.max_in_flight <= 4  # the client runs up to 4 at a time
 
 

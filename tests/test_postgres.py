@@ -65,13 +65,16 @@ def test_publish_inserts_then_changes_nothing_then_applies_a_diff(fresh_db, tmp_
 
     second = _site_index(tmp_path, edit, name="site2")
     dry = runner.invoke(main, ["publish", "--index", str(second), "--database-url", fresh_db, "--dry-run"])
-    assert "Would publish" in dry.output and "0 new, 1 changed, 1 deleted, 157 unchanged" in dry.output
+    # the box without its id is text of its section, which becomes a section chunk (sections: all)
+    assert "Would publish" in dry.output and "1 new, 2 changed, 1 deleted, 168 unchanged" in dry.output
     assert "  ~ 一次方程式#rule-transposition" in dry.output and "  - 一次方程式#tip-check-answer" in dry.output
+    assert "  + 一次方程式#sec-5-word-problem-riyo" in dry.output
     assert _meta(fresh_db)["build_id"] == build_id
     done = runner.invoke(main, ["publish", "--index", str(second), "--database-url", fresh_db, "--format", "json"])
     plan = json.loads(done.output)
     assert "publishing" not in done.stderr  # --format json: no progress unless --progress
-    assert plan["update"] == ["一次方程式#rule-transposition"] and plan["delete"] == ["一次方程式#tip-check-answer"]
+    assert plan["update"] == ["一次方程式#rule-transposition", "一次方程式#sec-1-equation-kai"]
+    assert plan["delete"] == ["一次方程式#tip-check-answer"] and plan["insert"] == ["一次方程式#sec-5-word-problem-riyo"]
     with connect(fresh_db) as conn:
         assert get_chunk(conn, "一次方程式#rule-transposition")["title"] == "移項の規則"
 
@@ -126,7 +129,7 @@ def test_hostile_text_is_data_not_sql(fresh_db, tmp_path):
         assert conn.execute("select count(*) from search_knowledge(%s::vector, 5, null, %s, %s, %s)",
                             ("[" + ",".join(["0.1"] * 64) + "]", hostile, hostile, hostile)).fetchone()[0] == 0
         assert get_chunk(conn, hostile) is None
-    assert len(_rows(fresh_db)) == 160 and "build_id" in _meta(fresh_db)
+    assert len(_rows(fresh_db)) == 172 and "build_id" in _meta(fresh_db)
 
 
 def test_validate_against_the_database(fresh_db, tmp_path, site_dir):

@@ -75,7 +75,7 @@ def test_cli_search_json(real_index_dir):
     assert data["results"][0]["anchor"] == "rule-quadratic-formula"
     assert set(data["results"][0]) == {"id", "url", "absolute_url", "title", "learns", "excerpt", "similarity",
                                        "score", "type", "material", "anchor", "source", "locations", "relevance",
-                                       "relevant"}
+                                       "relevant", "sub_results"}
     assert data["relevant"] is True and data["results"][0]["relevant"] is True
 
 
