@@ -37,8 +37,6 @@ def lexical_coverage(postings, fields: dict[str, list[str]], rows: list[int]) ->
     every chunk when there is none), so adding sections and tables (long texts, 700 more documents)
     leaves a box's coverage what it was without them; a token the site never uses counts with the
     highest idf. BM25 (Lucene) saturation, as the lexical channel's, without (k1 + 1)."""
-    from ..index.postings import K1, B
-
     rows = np.asarray(rows, dtype=np.int64)
     best = np.zeros(len(rows))
     n_docs = postings.n_reference
@@ -47,16 +45,29 @@ def lexical_coverage(postings, fields: dict[str, list[str]], rows: list[int]) ->
         if name not in postings.fields or not distinct or not len(rows):
             continue
         weights = {t: idf(postings.reference_df(name, t), n_docs) for t in distinct}
-        total = sum(weights.values())
-        if not total:
-            continue
-        norm = K1 * (1 - B + B * postings.row_length(name, rows) / postings.reference_mean_length(name))
-        found = np.zeros(len(rows))
-        for token in distinct:
-            tf = postings.term_frequencies(name, token, rows)
-            found += weights[token] * np.minimum(1.0, tf / (tf + norm))
-        best = np.maximum(best, found / total)
+        found = field_coverage(weights, postings.row_length(name, rows), postings.reference_mean_length(name),
+                               lambda token: postings.term_frequencies(name, token, rows))
+        best = np.maximum(best, found)
     return best
+
+
+def field_coverage(weights: dict[str, float], lengths: np.ndarray, mean_length: float, tf_of) -> np.ndarray:
+    """One field's coverage of each of a few chunks (`lengths`: their token counts in the field):
+    the BM25 (Lucene) saturation of each token, without (k1 + 1), weighted by its idf (`weights`,
+    distinct tokens), over the sum of the weights; `tf_of(token)` is the token's count in each chunk.
+    The site's index (lexical_coverage) and the web-source store (store/source_relevance.py) both
+    measure with it."""
+    from ..index.postings import K1, B
+
+    found = np.zeros(len(lengths))
+    total = sum(weights.values())
+    if not total:
+        return found
+    norm = K1 * (1 - B + B * np.asarray(lengths, dtype=np.float64) / mean_length)
+    for token, weight in weights.items():
+        tf = tf_of(token)
+        found += weight * np.minimum(1.0, tf / (tf + norm))
+    return found / total
 
 
 def relevances(cosines: list[float | None], coverage: np.ndarray, settings,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..search.relevance import idf, relevances
+from ..search.relevance import field_coverage, idf, relevances
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,6 @@ def coverage(query: dict[str, list[str]], candidates: list[dict], stats: StoreSt
     """Per candidate (its tokens by field): the highest, over the query's fields, of the chunk's BM25
     score for the query's distinct tokens, each capped at the token's idf, over the sum of those idfs
     (relevance.lexical_coverage's measure; a token the store never holds counts with the highest idf)."""
-    from ..index.postings import K1, B
-
     best = np.zeros(len(candidates))
     for name, tokens in query.items():
         distinct = [t for t in dict.fromkeys(tokens) if t]
@@ -41,15 +39,11 @@ def coverage(query: dict[str, list[str]], candidates: list[dict], stats: StoreSt
         if not distinct or not candidates or not mean:
             continue
         weights = {t: idf(stats.df.get((name, t), 0), stats.chunks) for t in distinct}
-        total = sum(weights.values())
-        if not total:
-            continue
-        for slot, candidate in enumerate(candidates):
-            own = candidate.get(name) or []
-            counts = Counter(own)
-            norm = K1 * (1 - B + B * len(own) / mean)
-            found = sum(w * min(1.0, counts[t] / (counts[t] + norm)) for t, w in weights.items() if counts[t])
-            best[slot] = max(best[slot], found / total)
+        counts = [Counter(candidate.get(name) or []) for candidate in candidates]
+        lengths = np.array([sum(c.values()) for c in counts], dtype=np.float64)
+        found = field_coverage(weights, lengths, mean,
+                               lambda token: np.array([c[token] for c in counts], dtype=np.float64))
+        best = np.maximum(best, found)
     return best
 
 
