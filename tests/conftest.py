@@ -20,6 +20,16 @@ SHARED = Path(os.environ.get("KB_SHARED_DIR", ROOT.parent / "shared"))
 CORPUS = SHARED / "corpus" / "school_asset"
 
 
+def assert_rank_order(results) -> None:
+    """Results are best first: scores descend, except that one page part (section or table) may be
+    lifted above boxes that scored higher (SearchSettings.part_place) and keeps its own score."""
+    scores = [r.score for r in results]
+    lifted = [i for i, r in enumerate(results) if i + 1 < len(results) and r.score < results[i + 1].score]
+    assert len(lifted) <= 1 and all(results[i].type in ("section", "table") for i in lifted), scores
+    rest = [r.score for i, r in enumerate(results) if i not in lifted]
+    assert rest == sorted(rest, reverse=True), scores
+
+
 class FakeEmbedder:
     """Deterministic bag-of-character-bigrams vectors: similar texts get similar vectors."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -44,6 +45,38 @@ def test_a_place_keeps_at_most_max_sub_results_others():
     assert MAX_SUB_RESULTS == 5
     lead, others = by_place([("t", n) for n in range(20)], lambda item: item[0], 1)[0]
     assert lead == ("t", 0) and others == [("t", n) for n in range(1, MAX_SUB_RESULTS + 1)]
+
+
+def test_the_first_promoted_place_moves_up_to_place_within_when_none_of_the_first_is_promoted():
+    part = lambda item: item.startswith("s")  # noqa: E731
+    # "s1" is the fifth place: it moves up to the third, and "s1"'s later chunk travels with it
+    ranked = ["b1", "b2", "b3", "b4", "s1", "s1", "b5"]
+    assert [lead for lead, _ in by_place(ranked, str, 5, promote=part, within=3)] == ["b1", "b2", "s1", "b3", "b4"]
+    # beyond the k-th place: found further down the ranking, the k-th place gives way
+    ranked = ["b1", "b2", "b3", "b4", "b5", "s1", "s2"]
+    assert [lead for lead, _ in by_place(ranked, str, 4, promote=part, within=3)] == ["b1", "b2", "s1", "b3"]
+    # a promoted place already among the first `within`, none at all, or k below `within`: unchanged
+    for ranked, k in ((["b1", "s1", "b2", "s2"], 3), (["b1", "b2", "b3", "b4"], 3), (["b1", "b2", "s1"], 2)):
+        assert by_place(ranked, str, k, promote=part, within=3) == by_place(ranked, str, k)
+
+
+@pytest.mark.model
+def test_the_best_relevant_page_part_of_a_mixed_index_is_among_the_first_three_results(real_index):
+    """The sample site with the real model: boxes alone fill the first three places for this query;
+    the best section the query is relevant to is lifted to the third, the first result unchanged."""
+    query = "二次方程式の解の公式"
+    settings = real_index.settings
+    try:
+        real_index.settings = replace(settings, part_place=0)
+        unlifted = real_index.search(query, k=5)
+    finally:
+        real_index.settings = settings
+    results = real_index.search(query, k=5)
+    assert not any(r.type in ("section", "table") for r in unlifted[:3])  # what the rule changes
+    assert results[0].id == unlifted[0].id and results[2].type in ("section", "table") and results[2].relevant
+    assert [r.id for r in results if r.type not in ("section", "table")] == [r.id for r in unlifted][:4]
+    filtered = real_index.search(query, k=5, type="rule")  # a type filter: nothing is lifted
+    assert all(r.type == "rule" for r in filtered)
 
 
 def test_a_tables_row_chunks_share_one_url_and_the_text_before_the_first_heading_has_the_page_alone(index):

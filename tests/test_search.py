@@ -5,7 +5,7 @@ import pytest
 from knowledge_build import KnowledgeBuildError, KnowledgeIndex, build, load_config
 from knowledge_build.search.ranking import SearchSettings, intended_type, type_weights
 
-from .conftest import FakeEmbedder
+from .conftest import FakeEmbedder, assert_rank_order
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_similarity_is_clipped_to_zero_one_and_scores_descend(index):
     results = index.search("平方根", k=10)
     assert len(results) == 10
     assert all(0.0 <= r.similarity <= 1.0 for r in results)
-    assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
+    assert_rank_order(results)
 
 
 def test_one_concept_on_two_pages_lists_the_other_location(tmp_path):

@@ -194,9 +194,17 @@ class KnowledgeIndex:
         relevant = self.settings.min_relevance if min_relevance is None else min_relevance
         passing = (c for c in self._candidates(ordered, qvec, channels.get("dense", {}), fields)
                    if (similar is None or c[2] >= similar) and (relevant is None or c[3] >= relevant))
+        mixed = filters.get("type") is None and self._parts.any() and not self._parts.all()
+        places = by_place(passing, lambda c: self._url(c[0]), k, promote=self._liftable if mixed else None,
+                          within=self.settings.part_place)
         return [replace(self._with_locations(lead[0], self._result(*lead, source)),
                         sub_results=tuple(self._sub_result(*other) for other in others))
-                for lead, others in by_place(passing, lambda c: self._url(c[0]), k)]
+                for lead, others in places]
+
+    def _liftable(self, candidate) -> bool:
+        """A page part the query is relevant to may be lifted among the first places (places.py)."""
+        row, _, _, relevance = candidate
+        return bool(self._parts[row]) and relevance >= self.settings.relevance_threshold
 
     def _candidates(self, ordered, qvec, cosines: dict, fields: dict):
         """(row, score, similarity, relevance) in ranked order; computed a window at a time (the first

@@ -12,6 +12,11 @@ fragment, the page alone for the text before its first heading).
 The ranking is walked best first: the first chunk of a place leads it and its later chunks travel
 with it as sub-results (at most MAX_SUB_RESULTS), until a place beyond the k-th would begin. So
 `k` counts places, and a place's sub-results are its chunks ranked above the (k+1)-th place.
+
+A site that mixes boxes with page parts (sections, tables) may ask for the best part to be shown
+among the first few places (`promote`, `within`): a box and the prose around it often both match,
+and the box, shorter and titled, wins both channels even when only the prose holds the answer
+(docs/retrieval.md, "A page part among the first places").
 """
 
 from __future__ import annotations
@@ -24,11 +29,15 @@ MAX_SUB_RESULTS = 5  # enough to show that a table or a section matched more tha
 Item = TypeVar("Item")
 
 
-def by_place(ranked: Iterable[Item], place_of: Callable[[Item], Hashable], k: int) -> list[tuple[Item, list[Item]]]:
-    """(lead, sub-results) of the first `k` places of `ranked` (best first), in rank order."""
+def by_place(ranked: Iterable[Item], place_of: Callable[[Item], Hashable], k: int,
+             promote: Callable[[Item], bool] | None = None, within: int = 0) -> list[tuple[Item, list[Item]]]:
+    """(lead, sub-results) of the first `k` places of `ranked` (best first), in rank order. With
+    `promote`: when none of the first `within` places is led by an item it accepts, the first place
+    that is (found further down the ranking if need be) moves up to place `within`."""
     places: dict[Hashable, tuple[Item, list[Item]]] = {}
     if k < 1:
         return []
+    ranked = iter(ranked)
     for item in ranked:
         place = place_of(item)
         if place in places:
@@ -36,7 +45,24 @@ def by_place(ranked: Iterable[Item], place_of: Callable[[Item], Hashable], k: in
             if len(others) < MAX_SUB_RESULTS:
                 others.append(item)
         elif len(places) == k:
+            ranked = _chain(item, ranked)
             break
         else:
             places[place] = (item, [])
-    return list(places.values())
+    found = list(places.values())
+    if promote is None or not 0 < within <= k or any(promote(lead) for lead, _ in found[:within]):
+        return found
+    at = next((i for i, (lead, _) in enumerate(found) if promote(lead)), None)
+    if at is None:
+        item = next((item for item in ranked if place_of(item) not in places and promote(item)), None)
+        if item is None:
+            return found
+        found.append((item, []))
+        at = len(found) - 1
+    found.insert(within - 1, found.pop(at))
+    return found[:k]
+
+
+def _chain(first: Item, rest: Iterable[Item]):
+    yield first
+    yield from rest

@@ -44,6 +44,10 @@ class SearchSettings:
     # A table row that holds the cell a query names has no box competing for it (the box that
     # explains the numbers holds no table of them): tables weigh less lightly than prose sections.
     table_weight: float = TABLE_WEIGHT
+    # Where boxes and page parts mix, the best section or table is among the first this many places
+    # (places.py; 0: off): the weights above keep a box first when both match, this keeps the prose
+    # that may alone hold the answer in view (docs/retrieval.md, "A page part among the first places").
+    part_place: int = 3
     # A query that names a kind of box (「公式で解きたい」) lifts that kind among near-ties
     # (no dev metric moves between 1.0 and 1.2).
     intent_boost: float = 1.2
