@@ -1,6 +1,7 @@
 """`check`: lint findings with file:line:col, rule and fix, in text, json and GitHub formats."""
 
 import json
+import shlex
 
 from click.testing import CliRunner
 
@@ -73,10 +74,29 @@ def test_cli_text_output_names_file_line_col_rule_and_fix(tmp_path):
     assert result.exit_code == 0
     assert result.output == (
         "s/p.html:5:3: warning: [missing-id] tip-box 「移項のコツ」 has no id, so nothing can link to it. "
-        "Fix: add id=\"tip-transposition\" (tip- from the title word 「コツ」), or run "
-        "'knowledge-build suggest-ids --write p.html'\n0 error(s), 1 warning(s).\n")
+        "Fix: add id=\"tip-transposition\" (tip- from the title word 「コツ」), or run: "
+        "knowledge-build suggest-ids --site s --write s/p.html\n0 error(s), 1 warning(s).\n")
     strict = CliRunner().invoke(main, ["check", "--site", str(root), "--strict"])
     assert strict.exit_code == 1
+
+
+def test_the_hinted_suggest_ids_command_works_for_a_page_in_a_subfolder(tmp_path, monkeypatch):
+    root = tmp_path / "site"
+    (root / "図形").mkdir(parents=True)
+    (root / "_config.yml").write_text("baseurl: /b\n", encoding="utf-8")
+    (root / "図形" / "おうぎ形の弧と面積 教材.html").write_text(
+        '---\ntitle: t\n---\n<div class="tip-box"><strong>移項のコツ</strong>本文</div>\n', encoding="utf-8")
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    result = CliRunner().invoke(main, ["check", "--site", "../site", "--format", "json"])
+    [hint] = [d["fix"] for d in json.loads(result.output)["diagnostics"] if d["rule"] == "missing-id"]
+    command = shlex.split(hint.split("or run: ", 1)[1])
+    assert command[:2] == ["knowledge-build", "suggest-ids"]
+    written = CliRunner().invoke(main, command[1:])
+    assert written.exit_code == 0, written.output
+    assert written.output.endswith("Wrote 1 id(s) into 1 file(s).\n")
+    assert 'id="tip-transposition"' in (root / "図形" / "おうぎ形の弧と面積 教材.html").read_text(encoding="utf-8")
 
 
 def test_cli_github_format_prints_workflow_annotations(tmp_path):

@@ -8,6 +8,7 @@ page, on top of everything the scan itself reports.
 from __future__ import annotations
 
 import posixpath
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -48,7 +49,7 @@ def check_site(config: Config) -> CheckResult:
         plans.append(plan)
         if plan.refused is not None and plan.refused.rule == "boxes-not-located":
             diagnostics.append(plan.refused)  # duplicate attributes are reported by _id_rules
-        diagnostics += _missing_ids(plan, config.missing_id)
+        diagnostics += _missing_ids(plan, config.missing_id, config.site)
         diagnostics += _id_rules(page, tags[page.path], config)
         diagnostics += _links(page, tags[page.path], extraction, by_url, tags)
         diagnostics += _toc(page, tags[page.path])
@@ -56,7 +57,7 @@ def check_site(config: Config) -> CheckResult:
     return CheckResult(diagnostics, plans, len(extraction.pages), extraction)
 
 
-def _missing_ids(plan: PagePlan, severity: str) -> list[Diagnostic]:
+def _missing_ids(plan: PagePlan, severity: str, site: Path | None) -> list[Diagnostic]:
     if severity == "off":
         return []
     out = []
@@ -67,10 +68,18 @@ def _missing_ids(plan: PagePlan, severity: str) -> list[Diagnostic]:
             fix = f"rename it to id=\"{s.id}\" ({s.reason}) and update links to #{s.existing_id}"
         else:
             message = f"{s.box_class} 「{s.title}」 has no id, so nothing can link to it"
-            fix = (f"add id=\"{s.id}\" ({s.reason}), or run 'knowledge-build suggest-ids --write "
-                   f"{s.path.name}'")
+            fix = f"add id=\"{s.id}\" ({s.reason}), or run: {suggest_ids_command(s.path, site)}"
         out.append(Diagnostic(str(s.path), s.line, s.col, severity, "missing-id", message, fix))
     return out
+
+
+def suggest_ids_command(page: Path, site: Path | None) -> str:
+    """The `suggest-ids --write` command for one page, runnable from the working directory:
+    paths relative to it (absolute outside it), the site named unless it is the directory itself."""
+    command = ["knowledge-build", "suggest-ids"]
+    if site is not None and Path(site).resolve() != Path.cwd().resolve():
+        command += ["--site", display_path(str(site))]
+    return shlex.join([*command, "--write", display_path(str(page))])
 
 
 def _id_rules(page: Page, tags: list[Tag], config: Config) -> list[Diagnostic]:
