@@ -5,6 +5,7 @@ the prompt it was given: the answer names the question and every `URL:` line of 
 test can see that an answer is grounded in the context it was sent. Modes:
 - "answer" (default): 200 with that answer (or `.reply`, a fixed text, when set);
 - "error": HTTP `.status` (500) with an OpenAI-style error body;
+- "not-json": 200 `application/json` whose body is not JSON (a proxy's HTML page, say);
 - "slow": waits `.delay` seconds (default 30) before answering, to run past a client's timeout.
 
     with ChatServer() as chat:
@@ -98,6 +99,8 @@ def _handler(chat: ChatServer):
                 return self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             if chat.mode == "error":
                 return self._send(chat.status, {"error": {"message": "the model crashed", "type": "server_error"}})
+            if chat.mode == "not-json":
+                return self._send_bytes(200, b"<html><body>Service Unavailable</body></html>")
             if chat.mode == "slow" and chat._release.wait(chat.delay):
                 return  # the server is stopping: no answer
             content = chat.answer_for(body)
@@ -108,7 +111,9 @@ def _handler(chat: ChatServer):
                              "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}})
 
         def _send(self, status: int, payload: dict) -> None:
-            data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+            self._send_bytes(status, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
+
+        def _send_bytes(self, status: int, data: bytes) -> None:
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

@@ -354,7 +354,8 @@ def test_cli_ask_does_not_create_a_store_that_does_not_exist(chat, fake_index_di
     assert not (tmp_path / ".knowledge-notes.sqlite").exists()
 
 
-@pytest.mark.parametrize("mode, expected", [("error", "failed: HTTP 500"), ("slow", "did not answer within 0.5 s")])
+@pytest.mark.parametrize("mode, expected", [("error", "failed: HTTP 500"), ("slow", "did not answer within 0.5 s"),
+                                            ("not-json", "answered HTTP 200 with a body that is not JSON")])
 def test_cli_ask_reports_a_failing_chat_model_in_one_line_with_exit_1(fake_index_dir, fake_open, mode, expected):
     with ChatServer(mode=mode, delay=60) as chat:
         result = _run("たすきがけ", "--index", str(fake_index_dir), "--chat-base-url", chat.url,

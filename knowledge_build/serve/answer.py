@@ -141,6 +141,10 @@ def _chat(client, model: str, messages: list[dict]) -> str:
     except openai.APIError as exc:
         raise ChatFailed(f"the chat model at {url} failed ({exc.message}). Fix: check that --chat-base-url is an "
                          "OpenAI-compatible server (POST …/chat/completions).") from exc
+    except ValueError as exc:  # the SDK parses a body labelled application/json that is not JSON
+        raise ChatFailed(f"the chat model at {url} answered HTTP 200 with a body that is not JSON ({exc}). Fix: check "
+                         "that --chat-base-url is an OpenAI-compatible server (POST …/chat/completions), not a "
+                         "proxy's or a web server's page.") from exc
     choices = getattr(response, "choices", None) or []
     content = choices[0].message.content if choices and choices[0].message else None
     if not isinstance(content, str) or not content.strip():
