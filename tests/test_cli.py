@@ -80,6 +80,27 @@ def test_search_without_query_or_queries_is_a_usage_error(tmp_path):
     assert result.exit_code == 2 and "give a QUERY, or --queries FILE.jsonl" in result.output
 
 
+def test_search_queries_from_an_endless_stream_stops_with_one_line(fake_index_dir, fake_open):
+    result = CliRunner().invoke(main, ["search", "--queries", "/dev/zero", "--index", str(fake_index_dir)])
+    assert result.exit_code == 1
+    assert result.output == ("Error: --queries line 1: longer than 64,000 characters. Fix: one JSON object per line, "
+                             "each query at most 2,000 characters.\n")
+
+
+def test_search_queries_with_too_many_lines_stops_with_one_line(fake_index_dir, fake_open, tmp_path):
+    (tmp_path / "q.jsonl").write_text("\n" * 100_001, encoding="utf-8")
+    result = CliRunner().invoke(main, ["search", "--queries", str(tmp_path / "q.jsonl"), "--index", str(fake_index_dir)])
+    assert result.exit_code == 1
+    assert result.output == "Error: --queries: more than 100,000 lines. Fix: split the file and run search once per part.\n"
+
+
+def test_search_queries_that_are_not_utf8_name_the_line(fake_index_dir, fake_open, tmp_path):
+    (tmp_path / "q.jsonl").write_bytes(b'{"query": "a"}\n\xff\xfe\n')
+    result = CliRunner().invoke(main, ["search", "--queries", str(tmp_path / "q.jsonl"), "--index", str(fake_index_dir)])
+    assert result.exit_code == 1 and result.output.startswith("Error: --queries line ") and "not UTF-8" in result.output
+    assert "Traceback" not in result.output
+
+
 def test_search_on_a_missing_index_says_how_to_build_one(tmp_path):
     result = CliRunner().invoke(main, ["search", "x", "--index", str(tmp_path)])
     assert result.exit_code == 1

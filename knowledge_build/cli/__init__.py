@@ -169,7 +169,7 @@ def search(query, index_dir, site, k, type_, category, material, level, mode, mi
     filters = dict(k=k, type=type_, category=category, material=material, level=level, mode=mode,
                    min_similarity=min_similarity, min_relevance=min_relevance)
     if queries is not None:
-        for number, line in enumerate(queries, start=1):
+        for number, line in _queries_lines(queries):
             if line.strip():
                 item = _query_line(line, number)
                 results = index.search(item["query"], **filters)
@@ -199,6 +199,32 @@ def _best_relevance(index, query: str, results, filters: dict) -> float | None:
         return None
     found = index.search(query, **{**filters, "k": 1, "min_relevance": None})
     return found[0].relevance if found else None
+
+
+QUERIES_MAX_LINES = 100_000
+QUERIES_MAX_LINE_CHARS = 64_000  # a query is at most 2,000 characters; the rest of a line is qid and spaces
+
+
+def _queries_lines(stream):
+    """(number, line) of a --queries file, bounded: a stream without end (/dev/zero, `yes`) is refused
+    at the first line over QUERIES_MAX_LINE_CHARS or past QUERIES_MAX_LINES, not read into memory."""
+    number = 0
+    while True:
+        number += 1
+        try:
+            line = stream.readline(QUERIES_MAX_LINE_CHARS + 1)
+        except UnicodeDecodeError as exc:
+            raise click.ClickException(f"--queries line {number}: not UTF-8 text ({exc.reason}). Fix: give a "
+                                       "JSON Lines file of {\"qid\", \"query\"} saved as UTF-8.") from exc
+        if not line:
+            return
+        if len(line) > QUERIES_MAX_LINE_CHARS:
+            raise click.ClickException(f"--queries line {number}: longer than {QUERIES_MAX_LINE_CHARS:,} characters. "
+                                       "Fix: one JSON object per line, each query at most 2,000 characters.")
+        if number > QUERIES_MAX_LINES:
+            raise click.ClickException(f"--queries: more than {QUERIES_MAX_LINES:,} lines. Fix: split the file "
+                                       "and run search once per part.")
+        yield number, line
 
 
 def _query_line(line: str, number: int) -> dict:
