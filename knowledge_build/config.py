@@ -247,6 +247,20 @@ def _embedder(value, origin: str, key: str) -> str:
     return value
 
 
+def _database_url(value, origin: str, key: str) -> str | None:
+    """A postgresql:// or postgres:// URL; anything else is named without echoing it (it may hold a password)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    text = str(value).strip() if isinstance(value, (str, Path)) else ""
+    if is_database_url(text):
+        return text
+    scheme = text.split("://", 1)[0] if "://" in text else ""
+    got = f"a {scheme}:// URL" if scheme else "text that is not a URL"
+    raise ConfigError(f"{origin}: {key} must be a Postgres URL starting with postgresql:// or postgres://, got {got}. "
+                      "Fix: give one like postgresql://user:password@localhost:5432/postgres (Supabase: the "
+                      "project's connection string).")
+
+
 def _line(value, origin: str, key: str) -> str | None:
     """A text on one line (newlines and runs of spaces become one space); empty: not set."""
     if value is None:
@@ -362,6 +376,7 @@ _COERCERS = {
     **dict.fromkeys(_FRACTIONS, _fraction),
     **dict.fromkeys(("box_classes", "exclude", "allow_hosts"), _names),
     "debug_log": _debug_log, "store": _store, "sections": _sections, "artifact_schema": _artifact_schema,
+    "database_url": _database_url,
     "dense_index": _dense_index, "embedder": _embedder, "boxes": _boxes,
     **dict.fromkeys(("site_name", "site_description"), _line),
 }

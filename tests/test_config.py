@@ -60,3 +60,19 @@ def test_every_setting_has_its_environment_variable_and_a_row_in_the_readme():
 def test_a_list_setting_reads_comma_separated_names_from_the_environment(tmp_path):
     config = load_config(cwd=tmp_path, env={"KB_BOX_CLASSES": "note-box, rule-box", "KB_MISSING_ID": "error"})
     assert config.box_classes == ("note-box", "rule-box") and config.missing_id == "error"
+
+
+@pytest.mark.parametrize("url, got", [("notaurl", "text that is not a URL"), ("mysql://u:secret@h/db", "a mysql:// URL")])
+def test_a_database_url_that_is_not_postgres_is_one_line_saying_what_is_expected(url, got, tmp_path):
+    from click.testing import CliRunner
+
+    from knowledge_build.cli import main
+
+    for command in (["search", "x"], ["serve"], ["publish"]):
+        result = CliRunner().invoke(main, [*command, "--database-url", url, "--index", str(tmp_path)])
+        assert result.exit_code == 1, command
+        assert result.output == (
+            f"Error: command line: database_url must be a Postgres URL starting with postgresql:// or postgres://, "
+            f"got {got}. Fix: give one like postgresql://user:password@localhost:5432/postgres (Supabase: the "
+            "project's connection string).\n")
+        assert "secret" not in result.output

@@ -66,6 +66,31 @@ def test_every_tool_keeps_its_limits_and_answers_hyphen_queries(fake_index_dir, 
     asyncio.run(session())
 
 
+def test_counts_below_one_and_booleans_are_tool_errors_not_one_result(fake_index_dir, tmp_path):
+    index = KnowledgeIndex.open(fake_index_dir, embedder=FakeEmbedder())
+    server = create_server(SearchService(index), NoteStore(FakeEmbedder(), tmp_path / "notes.sqlite"))
+
+    async def session():
+        async with Client(server) as client:
+            for top_k in (0, -1):
+                for tool in ("search_knowledge", "knowledge_query"):
+                    assert await _call(client, tool, query="方程式", top_k=top_k) == (
+                        True, "top_k must be 1 or more (larger than 50 gives 50)")
+            for tool in ("search_knowledge", "knowledge_query"):
+                assert await _call(client, tool, query="方程式", top_k=True) == (True, "top_k must be a number, not true")
+            assert await _call(client, "search_knowledge", query="方程式", min_relevance=False) == (
+                True, "min_relevance must be a number, not false")
+            assert await _call(client, "list_concepts", limit=-5) == (
+                True, "limit must be 1 or more (larger than 500 gives 500)")
+            assert await _call(client, "list_concepts", limit=True) == (True, "limit must be a number, not true")
+            error, page = await _call(client, "list_concepts", limit=10**6)
+            assert not error and page["limit"] == 500 and len(page["concepts"]) <= 500
+            error, data = await _call(client, "search_knowledge", query="方程式", top_k=2)
+            assert not error and data["total"] == 2
+
+    asyncio.run(session())
+
+
 def _stdio(index_dir, notes):
     return StdioServerParameters(command=sys.executable, args=[FAKE_CLI, "serve", "--index", str(index_dir),
                                                                "--notes", str(notes)])

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import inspect
 import json
+import typing
 from functools import lru_cache
 from pathlib import Path
 
 import knowledge_build as kb
 
-MAX_TOP_K = 50  # results per search call; larger top_k values are clamped to it
-DEFAULT_CONCEPTS, MAX_CONCEPTS = 100, 500  # list_concepts page size; larger limits are clamped
+MAX_TOP_K = 50  # results per search call; larger top_k values are clamped to it, below 1 is an error
+DEFAULT_CONCEPTS, MAX_CONCEPTS = 100, 500  # list_concepts page size; larger limits are clamped, below 1 an error
 
 # {site}: SiteIdentity.label(), e.g. the Japanese site “数学ノート” (…), from the manifest and the settings
 INSTRUCTIONS = (
@@ -78,6 +79,8 @@ def _register_search(server, service, sources, description: str) -> None:
                          include_sources: bool | None = None):
         if not query or not query.strip():
             return _error("query is required")
+        if top_k < 1:
+            return _error(_TOP_K_ERROR)
         if min_relevance is not None and not 0 <= min_relevance <= 1:
             return _error("min_relevance must be between 0 and 1")
         try:
@@ -113,9 +116,11 @@ def _register_chunk_tools(server, service) -> None:
         500) from `offset`. Returns `total` (all that match) and `next_offset` (null on the last page)."""
         if offset < 0:
             return _error("offset must be 0 or more")
+        if limit < 1:
+            return _error(f"limit must be 1 or more (larger than {MAX_CONCEPTS} gives {MAX_CONCEPTS})")
         try:
             return _ok(service.concept_page(type=type, category=category, offset=offset,
-                                            limit=max(1, min(limit, MAX_CONCEPTS))))
+                                            limit=min(limit, MAX_CONCEPTS)))
         except kb.UnknownFilterValue as exc:
             return _error(str(exc))
 
@@ -170,6 +175,8 @@ def _register_document_tools(server, notes) -> None:
         """Search your saved notes and imported documents by meaning."""
         if not query or not query.strip():
             return _error("query is required")
+        if top_k < 1:
+            return _error(_TOP_K_ERROR)
         try:
             found = notes.search(query, top_k=_top_k(top_k), category=category, document_id=document_id)
         except kb.InputTooLarge as exc:
@@ -205,12 +212,15 @@ def _strict_server_class():
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             self.tool_arguments: dict[str, tuple[str, ...]] = {}
+            self.numeric_arguments: dict[str, frozenset[str]] = {}
 
         def tool(self, *args, **kwargs):
             register = super().tool(*args, **kwargs)
 
             def decorator(fn):
-                self.tool_arguments[kwargs.get("name") or fn.__name__] = tuple(inspect.signature(fn).parameters)
+                name = kwargs.get("name") or fn.__name__
+                self.tool_arguments[name] = tuple(inspect.signature(fn).parameters)
+                self.numeric_arguments[name] = _numeric_arguments(fn)
                 return register(fn)
 
             return decorator
@@ -221,6 +231,10 @@ def _strict_server_class():
             if unknown:
                 return _error(f"{name} does not take {', '.join(map(repr, unknown))}; "
                               f"its arguments are: {', '.join(allowed)}")
+            # The SDK's validation turns true into 1: a boolean would silently become a count.
+            booleans = sorted(k for k in self.numeric_arguments.get(name, ()) if isinstance(arguments.get(k), bool))
+            if booleans:
+                return _error(f"{booleans[0]} must be a number, not {json.dumps(arguments[booleans[0]])}")
             return await super().call_tool(name, arguments, context)
 
         async def list_tools(self):
@@ -232,8 +246,18 @@ def _strict_server_class():
     return StrictServer
 
 
+_TOP_K_ERROR = f"top_k must be 1 or more (larger than {MAX_TOP_K} gives {MAX_TOP_K})"
+
+
 def _top_k(value: int) -> int:
-    return max(1, min(value, MAX_TOP_K))
+    return min(value, MAX_TOP_K)
+
+
+def _numeric_arguments(fn) -> frozenset[str]:
+    """The arguments of a tool annotated int or float (optional or not)."""
+    hints = typing.get_type_hints(fn)
+    return frozenset(name for name, hint in hints.items()
+                     if name != "return" and {int, float} & {hint, *typing.get_args(hint)})
 
 
 def _ok(data: dict):
