@@ -16,8 +16,28 @@ from .generated_sites.fixtures import generated_index, generated_site  # noqa: F
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "site"
+# The shared data beside the repository (../shared, or KB_SHARED_DIR): the reference corpus and its
+# dev queries. It is not in the repository; tests that need it skip when it is absent, unless
+# KB_REQUIRE_SHARED=1 (CI sets it in .ci/run): then they fail. Both are read at import, before
+# `isolated_env` clears every KB_* variable for each test.
 SHARED = Path(os.environ.get("KB_SHARED_DIR", ROOT.parent / "shared"))
 CORPUS = SHARED / "corpus" / "school_asset"
+DEV_QUERIES = SHARED / "eval" / "dev_queries.jsonl"
+REQUIRE_SHARED_ENV = "KB_REQUIRE_SHARED"
+SHARED_REQUIRED = os.environ.get(REQUIRE_SHARED_ENV, "") not in ("", "0")
+
+
+def require_shared(path: Path) -> Path:
+    """`path`, a file or folder of the shared data; skips the test when it is absent (fails it when
+    KB_REQUIRE_SHARED is set). With no shared folder at all, every such test gives the same reason."""
+    if path.exists():
+        return path
+    missing = path if SHARED.is_dir() else SHARED
+    reason = (f"shared test data not found at {missing} (the reference corpus and its dev queries, kept "
+              "beside the repository in ../shared; set KB_SHARED_DIR to that folder)")
+    if SHARED_REQUIRED:
+        pytest.fail(f"{reason}; {REQUIRE_SHARED_ENV} is set, so the tests that need it cannot skip", pytrace=False)
+    pytest.skip(f"{reason}; set {REQUIRE_SHARED_ENV}=1 to make this an error")
 
 
 def assert_rank_order(results) -> None:
@@ -135,9 +155,14 @@ def site_dir(tmp_path) -> Path:
 
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
-    if not CORPUS.is_dir():
-        pytest.fail(f"reference corpus not found at {CORPUS}; set KB_SHARED_DIR to the shared/ directory")
-    return CORPUS
+    """The reference corpus (a folder of built HTML); see `require_shared`."""
+    return require_shared(CORPUS)
+
+
+@pytest.fixture(scope="session")
+def dev_queries() -> Path:
+    """The reference corpus's dev queries (JSON lines: query, relevant ids); see `require_shared`."""
+    return require_shared(DEV_QUERIES)
 
 
 @pytest.fixture(scope="session")

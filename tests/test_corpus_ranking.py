@@ -50,18 +50,16 @@ def _is_answer(index, result, label) -> bool:
     return False
 
 
-def test_a_relevant_page_part_in_the_first_three_places_finds_more_answers_outside_boxes(corpus_index):
+def test_a_relevant_page_part_in_the_first_three_places_finds_more_answers_outside_boxes(dev_queries, corpus_index):
     """README, "A page part stays in view": outside-box questions hit@5 0.763 -> 0.825, the dev set
     keeps hit@5 >= 0.95, and no first result changes."""
     import json
     from dataclasses import replace
     from pathlib import Path
 
-    from .conftest import SHARED
-
     root = Path(__file__).resolve().parent.parent
     outside = [json.loads(line) for line in (root / "data/eval/outside_box_queries.jsonl").read_text("utf-8").splitlines()]
-    dev = [json.loads(line) for line in (SHARED / "eval/dev_queries.jsonl").read_text("utf-8").splitlines() if line.strip()]
+    dev = [json.loads(line) for line in dev_queries.read_text("utf-8").splitlines() if line.strip()]
     shipped = corpus_index.settings
     runs = {}
     for part_place in (0, shipped.part_place):

@@ -142,10 +142,9 @@ def test_every_outside_box_snippet_is_on_its_page_outside_every_box_and_in_no_bo
     """The labels are checked against the corpus's source pages: the page exists (by file stem, which
     is unique), the snippet is in its text once the boxes are taken out and in none of its boxes (so a
     box chunk alone can never score the hit), and box_page says whether the page has boxes."""
-    from .conftest import CORPUS
+    from .conftest import CORPUS, require_shared
 
-    if not CORPUS.is_dir():
-        pytest.skip(f"reference corpus not found at {CORPUS} (set KB_SHARED_DIR to the shared/ directory)")
+    require_shared(CORPUS)
     pages = [p for p in CORPUS.rglob("*.html") if not any(part.startswith("_") for part in p.relative_to(CORPUS).parts)]
     by_stem = {p.stem: p for p in pages}
     assert len(by_stem) == len(pages)

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from knowledge_build.cli import main
 
-from .conftest import ROOT, SHARED
+from .conftest import ROOT
 
 pytestmark = [pytest.mark.model, pytest.mark.corpus, pytest.mark.xdist_group("corpus-real")]
 
@@ -32,8 +32,8 @@ def test_at_least_90_percent_of_off_topic_questions_get_no_relevant_result(corpu
     assert len(rejected) / len(answers) >= 0.90, sorted(set(answers) - set(rejected))
 
 
-def test_at_least_95_percent_of_the_dev_sets_correct_answers_stay_relevant(corpus_real_index):
-    dataset = SHARED / "eval" / "dev_queries.jsonl"
+def test_at_least_95_percent_of_the_dev_sets_correct_answers_stay_relevant(dev_queries, corpus_real_index):
+    dataset = dev_queries
     labels = {item["qid"]: set(item["relevant"]) for item in map(json.loads, dataset.read_text("utf-8").splitlines())}
     answers = _answers(corpus_real_index, dataset)
     correct = [r for qid, line in answers.items() for r in line["results"] if r["id"] in labels[qid]]

@@ -17,7 +17,7 @@ from knowledge_build import CircuitBreaker, KnowledgeIndex, SearchService, build
 from knowledge_build.store import postgres, server
 from knowledge_build.store.postgres import connect, publish
 
-from .conftest import SHARED, SITE, FakeEmbedder
+from .conftest import SITE, FakeEmbedder
 
 CLOSED_PORT = "postgresql://nobody@127.0.0.1:1/none"
 
@@ -161,14 +161,15 @@ def test_a_database_holding_another_build_is_not_an_outage(tmp_path, fresh_db, c
 
 @pytest.mark.db
 @pytest.mark.model
+@pytest.mark.corpus
 @pytest.mark.xdist_group("corpus-real")
-def test_database_and_artifacts_paths_agree_on_50_corpus_queries(corpus_real_index, fresh_db):
+def test_database_and_artifacts_paths_agree_on_50_corpus_queries(dev_queries, corpus_real_index, fresh_db):
     with connect(fresh_db) as conn:
         publish(conn, corpus_real_index)
     index = KnowledgeIndex.open(corpus_real_index)
     service = SearchService(index, fresh_db)
     queries = [json.loads(line)["query"] for line in
-               (SHARED / "eval" / "dev_queries.jsonl").read_text(encoding="utf-8").splitlines()][:50]
+               dev_queries.read_text(encoding="utf-8").splitlines()][:50]
     for query in queries:
         for mode in ("dense", "hybrid"):
             from_db = service.search(query, k=5, mode=mode)
