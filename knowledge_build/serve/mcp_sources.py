@@ -30,7 +30,10 @@ def register_source_tools(server, sources, settings, ok, error) -> None:
         limit = settings if max_pages is None else _with_max_pages(settings, max_pages)
         if limit is None:
             return error("max_pages must be 1 or more")
-        report = await crawl_into(sources, limit, url.strip(), pattern or None)
+        try:
+            report = await crawl_into(sources, limit, url.strip(), pattern or None)
+        except kb.KnowledgeBuildError as exc:  # a refused URL or pattern: the reason is the client's answer
+            return error(f"{url.strip()}: {exc}")
         return ok({"url": url.strip(), **report.to_dict()})
 
     @server.tool()

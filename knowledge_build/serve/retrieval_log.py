@@ -2,7 +2,8 @@
 
 `debug_log: info` logs each retrieval's query and every result's rank, score and source (the site's
 backend, or the web page's URL); `debug` adds a preview of each result's text (100 characters).
-Lines go to stderr through the logger `knowledge_build.retrieval`, e.g.
+Lines go to stderr through the logger `knowledge_build.retrieval`, which stays at WARNING (silent)
+whatever the root logger's level until enable() turns it on, e.g.
 
     INFO retrieve: query="しれんのしろ アイテム"
     INFO result 1: score=0.734 source="https://example.com/page1" id=…
@@ -15,12 +16,16 @@ import logging
 import sys
 
 log = logging.getLogger("knowledge_build.retrieval")
+# Off until enable(): queries are the users' words, and a host that sets the root logger to INFO
+# (the MCP SDK does) must not put them in its logs.
+log.setLevel(logging.WARNING)
 PREVIEW_CHARS = 100
 
 
 def enable(level: str) -> None:
     """Log retrievals at `level` (off, info, debug) to stderr, once per process."""
     if level == "off":
+        log.setLevel(logging.WARNING)
         return
     log.setLevel(logging.DEBUG if level == "debug" else logging.INFO)
     if not any(getattr(h, "_retrieval", False) for h in log.handlers):
