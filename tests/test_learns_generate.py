@@ -170,3 +170,20 @@ def test_a_misshapen_generated_learns_file_is_named_by_line_and_left_alone(site_
     assert chat_server["prompts"] == [] and target.read_text(encoding="utf-8") == text
     with pytest.raises(GeneratedLearnsError, match=f"{line}:1: error"):
         extract(load_config(site=site_dir))  # the build stops with the same message
+
+
+def test_a_model_that_never_answers_json_stops_after_three_boxes_in_a_row_keeping_earlier_answers(
+        site_dir, chat_server):
+    chat_server["script"] = [GOOD] + ["Sure! Here are the learns you asked for."] * 100
+    result = _generate(site_dir, chat_server)
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert len(report["generated"]) == 1 and len(report["failed"]) == 3
+    assert report["requests"] == 1 + 3 * 3 == len(chat_server["prompts"])  # not 3 attempts for every box
+    assert report["stopped"].startswith("stopped after 3 boxes in a row got no usable answer (last: the model's "
+                                        "answer is not JSON")
+    assert result.stderr.splitlines()[-1] == f"Error: {report['stopped']}"  # after one warning per box
+    assert "1 new answer(s) are saved in" in report["stopped"] and "Traceback" not in result.stderr
+    stored = yaml.safe_load((site_dir / "_data" / "learns.generated.yml").read_text(encoding="utf-8"))
+    material, anchor = report["generated"][0].split("#")
+    assert stored[material][anchor]["learns"] == json.loads(GOOD)["learns"]

@@ -20,6 +20,7 @@ from ..yamlfile import load_file as load_yaml_file
 log = logging.getLogger("knowledge_build.learns")
 DEFAULT_MODEL = "gpt-4o-mini"
 ATTEMPTS = 3
+FAILED_IN_A_ROW = 3  # boxes without a usable answer, one after another: the model will not answer JSON
 CHECKPOINT = 20  # answers between saves: a crash loses at most this many paid-for answers
 PROMPT = (
     "あなたは学習サイトの編集者です。次のページの一部（箱）を読み、読者がここで学べることを3〜5項目、"
@@ -115,6 +116,7 @@ class GenerationReport:
     cached: int = 0
     failed: dict[str, str] = field(default_factory=dict)
     requests: int = 0
+    stopped: str | None = None  # why the run stopped early (the answers before it are saved)
 
 
 def generate(chunks, path: Path, model: str | None = None, base_url: str | None = None,
@@ -147,6 +149,7 @@ def generate(chunks, path: Path, model: str | None = None, base_url: str | None 
 
 def _ask_all(client, model: str, chunks, only_missing: bool, stored: dict, report: GenerationReport,
              path: Path) -> None:
+    in_a_row = 0
     for chunk in chunks:
         if chunk.learns_source in ("yaml", "attribute") or (only_missing and chunk.learns_source == "generated"):
             continue
@@ -160,7 +163,14 @@ def _ask_all(client, model: str, chunks, only_missing: bool, stored: dict, repor
         if learns is None:
             report.failed[chunk.id] = problem
             log.warning("no learns for %s: %s", chunk.id, problem)
+            in_a_row += 1
+            if in_a_row >= FAILED_IN_A_ROW:
+                report.stopped = (f"stopped after {in_a_row} boxes in a row got no usable answer (last: {problem}). "
+                                  "Fix: use a --model that answers JSON ({\"learns\": [...]}), then run again; "
+                                  f"{len(report.generated)} new answer(s) are saved in {path}")
+                return
             continue
+        in_a_row = 0
         stored.setdefault(chunk.material, {})[chunk.anchor] = {"source_hash": key, "learns": learns}
         report.generated.append(chunk.id)
         if len(report.generated) % CHECKPOINT == 0:
@@ -183,10 +193,14 @@ def _ask(client, model: str, chunk, report: GenerationReport) -> tuple[list[str]
     problem = ""
     for _ in range(ATTEMPTS):
         report.requests += 1
-        response = client.chat.completions.create(
-            model=model, response_format={"type": "json_object"}, temperature=0,
-            messages=[{"role": "system", "content": PROMPT},
-                      {"role": "user", "content": f"題名: {chunk.title}\n本文: {chunk.content[:2000]}"}])
+        try:
+            response = client.chat.completions.create(
+                model=model, response_format={"type": "json_object"}, temperature=0,
+                messages=[{"role": "system", "content": PROMPT},
+                          {"role": "user", "content": f"題名: {chunk.title}\n本文: {chunk.content[:2000]}"}])
+        except json.JSONDecodeError:  # the HTTP body itself, labelled JSON, is not
+            problem = "the server's response body is not JSON"
+            continue
         choices = getattr(response, "choices", None) or []
         text = (choices[0].message.content if choices and choices[0].message else "") or ""
         try:

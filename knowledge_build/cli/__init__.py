@@ -376,7 +376,8 @@ def learns_generate(site, model, base_url, only_missing, timeout, retries, fmt):
 
     Results are cached by the box's text in the site's _data/learns.generated.yml (setting
     generated_learns) for a person to review; the next build uses them (learns_source:
-    generated). Invalid answers (bad JSON, not 3–5 items) are retried, then reported.
+    generated). Invalid answers (bad JSON, not 3–5 items) are retried, then reported; after 3
+    boxes in a row without a usable answer the run stops (exit 1), keeping the answers so far.
     """
     from ..chunking.learns_gen import generate
     from ..config import generated_learns_path
@@ -389,13 +390,15 @@ def learns_generate(site, model, base_url, only_missing, timeout, retries, fmt):
                       timeout=timeout)
     if fmt == "json":
         click.echo(json.dumps({"generated": report.generated, "cached": report.cached, "failed": report.failed,
-                               "requests": report.requests, "file": str(target)},
+                               "requests": report.requests, "file": str(target), "stopped": report.stopped},
                               ensure_ascii=False, indent=2))
-        return
-    click.echo(f"Generated learns for {len(report.generated)} box(es), {report.cached} already cached, "
-               f"{len(report.failed)} failed ({report.requests} requests). Review {target}.")
-    for chunk_id, problem in report.failed.items():
-        click.echo(f"  failed {chunk_id}: {problem}", err=True)
+    else:
+        click.echo(f"Generated learns for {len(report.generated)} box(es), {report.cached} already cached, "
+                   f"{len(report.failed)} failed ({report.requests} requests). Review {target}.")
+        for chunk_id, problem in report.failed.items():
+            click.echo(f"  failed {chunk_id}: {problem}", err=True)
+    if report.stopped:
+        raise click.ClickException(report.stopped)
 
 
 # The commands of the other modules; bound under other names so that `knowledge_build.cli.ask`,
