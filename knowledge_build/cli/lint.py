@@ -113,9 +113,12 @@ def _print_suggestions(suggestions, write: bool, written: int, files: int, refus
                    "(implied by --database-url).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings (a stale index) too.")
+@click.option("--no-embedder-check", "embedder_check", is_flag=True, flag_value=False, default=True,
+              help="Leave out the embedder-unavailable warning (whether this machine could embed queries "
+                   "for the set): the pre-commit hook's environment has no model and needs none.")
 @SECTIONS_OPTION
 @fail_on_library_errors
-def validate(site, index_dir, database_url, use_database, fmt, strict, sections):
+def validate(site, index_dir, database_url, use_database, fmt, strict, embedder_check, sections):
     """Check that the index matches the HTML and that the artifact set is intact.
 
     Errors: an indexed anchor missing from the HTML (a broken link for the tutor), a damaged
@@ -126,5 +129,5 @@ def validate(site, index_dir, database_url, use_database, fmt, strict, sections)
 
     config = kb.load_config(site=site, index=index_dir, database_url=database_url, sections=sections)
     url = require_database_url(config) if use_database or database_url else None
-    diagnostics = validate_site(config, None, url)
+    diagnostics = validate_site(config, None, url, embedder_check=embedder_check)
     _report_diagnostics(diagnostics, fmt, strict, {})
