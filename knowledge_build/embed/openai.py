@@ -21,7 +21,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ..errors import EmbedderUnavailable, KnowledgeBuildError, QueryEmbeddingFailed
+from ..errors import EmbedderUnavailable, KnowledgeBuildError, QueryEmbeddingFailed, needs_extra
 
 log = logging.getLogger("knowledge_build.embed")
 DEFAULT_MODEL = "text-embedding-3-small"
@@ -68,9 +68,8 @@ class OpenAIEmbedder:
                  known_dim: int | None = None):
         try:
             import openai
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise EmbedderUnavailable("the openai embedder needs the 'openai' package: "
-                                      "pip install 'knowledge-build[openai]'") from exc
+        except ImportError as exc:
+            raise EmbedderUnavailable(needs_extra("openai", "the openai embedder")) from exc
         self.provider = "openai-compatible" if base_url else "openai"
         api_key = api_key or os.environ.get("OPENAI_API_KEY")
         if self.provider == "openai" and not api_key:

@@ -20,7 +20,7 @@ import os
 import sqlite3
 from dataclasses import asdict, dataclass, field
 
-from ..errors import ConfigError, InputTooLarge, KnowledgeBuildError
+from ..errors import ConfigError, InputTooLarge, KnowledgeBuildError, needs_extra
 from .site_identity import SiteIdentity, identity_of
 
 log = logging.getLogger("knowledge_build.answer")
@@ -118,9 +118,8 @@ def chat_client(config):
 def _openai():
     try:
         import openai
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ChatFailed("asking a chat model needs the 'openai' package. Fix: pip install "
-                         "'knowledge-build[openai]'.") from exc
+    except ImportError as exc:
+        raise ChatFailed(needs_extra("openai", "asking a chat model")) from exc
     return openai
 
 

