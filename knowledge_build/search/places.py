@@ -21,10 +21,14 @@ and the box, shorter and titled, wins both channels even when only the prose hol
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Hashable, Iterable
 from typing import TypeVar
 
 MAX_SUB_RESULTS = 5  # enough to show that a table or a section matched more than once
+# How many items past the k-th place a promoted one is looked for: one batch of relevance (the same
+# places on every query set of docs/retrieval.md at 10, 20, 40 and unbounded), and a bounded walk.
+PROMOTE_DEPTH = 20
 
 Item = TypeVar("Item")
 
@@ -33,7 +37,8 @@ def by_place(ranked: Iterable[Item], place_of: Callable[[Item], Hashable], k: in
              promote: Callable[[Item], bool] | None = None, within: int = 0) -> list[tuple[Item, list[Item]]]:
     """(lead, sub-results) of the first `k` places of `ranked` (best first), in rank order. With
     `promote`: when none of the first `within` places is led by an item it accepts, the first place
-    that is (found further down the ranking if need be) moves up to place `within`."""
+    that is (found at most PROMOTE_DEPTH items further down the ranking if need be) moves up to place
+    `within`."""
     places: dict[Hashable, tuple[Item, list[Item]]] = {}
     if k < 1:
         return []
@@ -54,7 +59,8 @@ def by_place(ranked: Iterable[Item], place_of: Callable[[Item], Hashable], k: in
         return found
     at = next((i for i, (lead, _) in enumerate(found) if promote(lead)), None)
     if at is None:
-        item = next((item for item in ranked if place_of(item) not in places and promote(item)), None)
+        further = itertools.islice(ranked, PROMOTE_DEPTH)
+        item = next((item for item in further if place_of(item) not in places and promote(item)), None)
         if item is None:
             return found
         found.append((item, []))
