@@ -48,6 +48,8 @@ COPY --from=build $KB_INDEX $KB_INDEX
 
 # Cloud Run sets PORT (8080 by default); KB_MCP_TOKEN comes from a secret. KB_NOTES only matters
 # without KB_DATABASE_URL: a container's disk is lost on every restart, so deploy with a database.
+# KB_ALLOWED_HOSTS (names separated by commas, e.g. -e KB_ALLOWED_HOSTS=kb.example.org) turns the
+# Host/Origin check on; the server is stateless over HTTP, so any number of instances may run.
 ENV PATH=/opt/venv/bin:$PATH \
     PORT=8080 \
     KB_INDEX=$KB_INDEX \

@@ -119,9 +119,11 @@ def db_sql(dim):
 @click.option("--token", envvar="KB_MCP_TOKEN", show_envvar=True,
               help="HTTP: require 'Authorization: Bearer TOKEN' on every request but GET /health. "
                    "Required when --host is not a loopback address.")
-@click.option("--allowed-host", "allowed_hosts", multiple=True,
+@click.option("--allowed-host", "allowed_hosts", multiple=True, envvar="KB_ALLOWED_HOSTS", show_envvar=True,
+              callback=lambda ctx, param, values: tuple(h for v in values for h in v.replace(",", " ").split()),
               help="HTTP: accept only this Host header (and its http/https Origin), e.g. 'kb.example.org' or "
-                   "'localhost:*'; repeatable. Default: the loopback names when bound to loopback, else no check.")
+                   "'localhost:*'; repeatable (KB_ALLOWED_HOSTS: names separated by commas). Default: the "
+                   "loopback names when bound to loopback, else no check.")
 @click.option("--store", help="Where notes, imported documents and web sources are kept: a SQLite file or a "
                               "postgresql:// URL (setting store, KB_STORE). Default: the database when one is "
                               "given, else .knowledge-notes.sqlite.")

@@ -3,7 +3,9 @@
 Both transports refuse one JSON-RPC message over MAX_MESSAGE_BYTES (HTTP with 413, stdio with a
 JSON-RPC error for that request) without reading more than that into memory. Over HTTP, a token
 (`--token` / KB_MCP_TOKEN) is required on every request except GET /health, and Host/Origin
-headers are checked against `--allowed-host` (by default the loopback names when bound to one).
+headers are checked against `--allowed-host` / KB_ALLOWED_HOSTS (by default the loopback names when
+bound to one). HTTP is stateless: no session lives in one process, so any instance behind a load
+balancer answers any request of a client (no sticky sessions).
 """
 
 from __future__ import annotations
@@ -74,7 +76,10 @@ def run_http(server, host: str, port: int, token: str | None, allowed_hosts: tup
     import anyio
     import uvicorn
 
-    app = server.streamable_http_app(host=host, max_request_body_size=MAX_MESSAGE_BYTES,
+    # stateless_http: every request gets a fresh transport and no Mcp-Session-Id, so instances share
+    # nothing a client must come back to. The tools neither ask the client back (sampling,
+    # elicitation) nor resume streams, which only a session would allow.
+    app = server.streamable_http_app(host=host, stateless_http=True, max_request_body_size=MAX_MESSAGE_BYTES,
                                      transport_security=security_settings(host, allowed_hosts))
     if token:
         app = BearerToken(app, token)
