@@ -1,5 +1,6 @@
-"""robots.txt: Disallow obeyed per user agent with the * fallback, cached per host for its TTL, a
-failed fetch allows with a warning, switchable; and the concurrency bound across hosts."""
+"""robots.txt: Disallow obeyed per user agent with the * fallback, RFC 9309's matching (the longest
+rule wins, Allow on a tie; `*` and `$`), cached per host for its TTL, a failed fetch allows with a
+warning, switchable; and the concurrency bound across hosts."""
 
 from __future__ import annotations
 
@@ -94,6 +95,71 @@ def test_respect_robots_txt_off_neither_asks_nor_obeys(serve):
     report = asyncio.run(_crawler(site, respect_robots_txt=False).crawl(site.url("/")))
     assert len(report.pages) == 2
     assert "/robots.txt" not in site.paths()
+
+
+RFC_9309 = """User-agent: *
+Disallow: /
+Allow: /docs/
+Disallow: /docs/*.pdf$
+Disallow: /docs/private
+Allow: /docs/private/open
+Allow: /docs/tie
+Disallow: /docs/tie
+"""
+
+
+@pytest.mark.parametrize("path, allowed", [
+    ("/docs/a", True),  # Allow: /docs/ (6 characters) is longer than Disallow: / (1)
+    ("/b", False),  # only Disallow: / matches
+    ("/docs/a.pdf", False),  # Disallow: /docs/*.pdf$ (15) beats Allow: /docs/
+    ("/docs/sub/b.pdf", False),  # * spans slashes
+    ("/docs/a.pdf?x=1", True),  # $ ends the path with its query: it does not end in .pdf
+    ("/docs/a.pdfx", True),
+    ("/docs/private/x", False),  # Disallow: /docs/private (13) beats Allow: /docs/
+    ("/docs/private/open/y", True),  # Allow: /docs/private/open (18) beats Disallow: /docs/private
+    ("/docs/tie/z", True),  # an Allow and a Disallow of the same length: Allow
+])
+def test_rfc_9309_rules_through_the_crawler(serve, path, allowed):
+    site = serve({"/robots.txt": Route(RFC_9309, headers=TEXT), path: Route(_page("page"))})
+    crawler = _crawler(site)
+    if allowed:
+        assert asyncio.run(crawler.fetch(site.url(path))).url == site.url(path)
+        assert path in site.paths()
+    else:
+        with pytest.raises(CrawlError, match="^disallowed by robots.txt$"):
+            asyncio.run(crawler.fetch(site.url(path)))
+        assert path not in site.paths()
+
+
+def test_disallow_all_with_allow_docs_crawls_only_the_docs(serve):
+    """The seed is allowed, links out of /docs/ are reported, the PDF link is refused by `$`."""
+    robots = Route("User-agent: *\nDisallow: /\nAllow: /docs/\nDisallow: /*.pdf$\n", headers=TEXT)
+    links = "".join(f'<a href="{p}">x</a>' for p in ("/docs/a", "/docs/a.pdf", "/b"))
+    site = serve({"/robots.txt": robots, "/docs/": Route(links),
+                  "/docs/a": Route(_page("a")), "/docs/a.pdf": Route(_page("pdf")), "/b": Route(_page("b"))})
+    report = asyncio.run(_crawler(site).crawl(site.url("/docs/")))
+    assert [page.url for page in report.pages] == [site.url("/docs/a")]
+    assert "/docs/" in site.paths()  # the seed, allowed, was read for its links
+    assert sorted((e.url, e.reason) for e in report.errors) == [
+        (site.url("/b"), "disallowed by robots.txt"), (site.url("/docs/a.pdf"), "disallowed by robots.txt")]
+    assert "/b" not in site.paths() and "/docs/a.pdf" not in site.paths()
+
+
+def test_crawl_delay_of_our_group_and_of_the_star_group(serve):
+    from knowledge_build.web.robots import RobotsCache
+
+    ours = serve({"/robots.txt": Route("User-agent: *\nCrawl-delay: 1\n\nUser-agent: knowledge-build\n"
+                                       "Crawl-delay: 2.5\nDisallow: /x\n", headers=TEXT)})
+    star = serve({"/robots.txt": Route("User-agent: *\nCrawl-delay: 1\n", headers=TEXT)})
+
+    async def delays():
+        import httpx
+
+        cache = RobotsCache()
+        async with httpx.AsyncClient() as client:
+            return [await cache.check(client, site.url(path)) for site, path in ((ours, "/a"), (ours, "/x"), (star, "/a"))]
+
+    assert asyncio.run(delays()) == [(True, 2.5), (False, 2.5), (True, 1.0)]
 
 
 class _InFlight:

@@ -2,7 +2,9 @@
 
 One `RobotsCache` keeps each host's parsed robots.txt for `ttl` seconds (monotonic clock), so a
 long-running server crawling the same site again does not ask for it every time. The rules are
-urllib.robotparser's: the group for our user agent, else the `*` group. A robots.txt that cannot be
+RFC 9309's, read by Protego: the group for our user agent, else the `*` group; of the Allow and
+Disallow rules matching a path the longest wins (Allow on a tie), `*` matches any characters and a
+final `$` the end of the path. A robots.txt that cannot be
 fetched (timeout, refused connection, 5xx, a redirect: robots.txt's own redirects are not followed,
 only pages' are) allows everything with a warning on the "knowledge_build.web" logger: the seed design fails open, and the
 page fetch that follows reports its own error if the site is really down. A 4xx (404: no robots.txt)
@@ -17,9 +19,12 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
-from urllib.robotparser import RobotFileParser
+from typing import TYPE_CHECKING
 
 from .urls import host_key
+
+if TYPE_CHECKING:
+    from protego import Protego
 
 __all__ = ["RobotsCache"]
 
@@ -30,7 +35,7 @@ MAX_ROBOTS_BYTES = 512_000  # RFC 9309 asks parsers to read at least 500 KiB; th
 
 @dataclass
 class _Entry:
-    parser: RobotFileParser | None  # None: everything allowed (no robots.txt, or it failed)
+    parser: Protego | None  # None: everything allowed (no robots.txt, or it failed)
     fetched: float  # monotonic time
 
 
@@ -60,9 +65,9 @@ class RobotsCache:
         if parser is None:
             return True, None
         delay = parser.crawl_delay(self.user_agent)
-        return parser.can_fetch(self.user_agent, url), float(delay) if delay is not None else None
+        return parser.can_fetch(url, self.user_agent), float(delay) if delay is not None else None
 
-    async def _parser(self, client, url: str) -> RobotFileParser | None:
+    async def _parser(self, client, url: str) -> Protego | None:
         key = host_key(url)
         entry = self._entries.get(key)
         if entry is not None and time.monotonic() - entry.fetched < self.ttl:
@@ -83,8 +88,9 @@ class RobotsCache:
         finally:
             del self._pending[key]
 
-    async def _fetch(self, client, key: str) -> RobotFileParser | None:
+    async def _fetch(self, client, key: str) -> Protego | None:
         import httpx
+        from protego import Protego
 
         robots_url = key + "/robots.txt"
         gate = self.gate(robots_url) if self.gate is not None else nullcontext()
@@ -102,10 +108,7 @@ class RobotsCache:
             log.warning("robots.txt of %s could not be fetched (%s); crawling as if it allowed everything",
                         key, _describe(exc))
             return None
-        parser = RobotFileParser(robots_url)
-        parser.parse(body.decode("utf-8", errors="replace").splitlines())
-        parser.modified()  # can_fetch answers False until the parser has a fetch time
-        return parser
+        return Protego.parse(body.decode("utf-8", errors="replace"))
 
 
 async def _read_capped(response, limit: int) -> bytes:
