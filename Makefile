@@ -9,16 +9,22 @@ SHARED ?= ../shared
 
 .PHONY: index test install install-test jekyll chromium generators check eval bench bench-retrieval serve report clean
 
+# pip's own output (notices such as setuptools' "Editable installation" one) goes to $(VENV)/pip.log,
+# shown in full when an install fails; a successful install prints one line.
+PIP_LOGGED = sh -c 'log=$(VENV)/pip.log; "$$@" >"$$log" 2>&1 || { cat "$$log"; echo "error: $$* failed (log: $$log)"; exit 1; }' pip
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	@$(PIP_LOGGED) $(BIN)/python -m pip install --upgrade pip
 
 $(VENV)/.installed-local: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[local]'
+	@echo "Installing knowledge-build[local] into $(VENV) (pip's output: $(VENV)/pip.log)…"
+	@$(PIP_LOGGED) $(BIN)/pip install -e '.[local]'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test]'
+	@echo "Installing knowledge-build[test] into $(VENV) (pip's output: $(VENV)/pip.log)…"
+	@$(PIP_LOGGED) $(BIN)/pip install -e '.[test]'
 	touch $@ $(VENV)/.installed-local
 
 install: $(VENV)/.installed-local
@@ -63,7 +69,7 @@ eval: install
 		--baseline data/eval/site_baseline.json --fail-on-regression --output-dir reports/eval
 
 serve: install
-	$(BIN)/pip install --quiet -e '.[mcp]'
+	@$(PIP_LOGGED) $(BIN)/pip install -e '.[mcp]'
 	$(BIN)/knowledge-build serve --index $(INDEX) --transport http
 
 report: install
