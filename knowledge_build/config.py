@@ -109,6 +109,10 @@ def load_config(cwd: Path | None = None, env: dict | None = None, **flags) -> Co
         config = replace(config, **_coerce(file_values, file_name))
         sources.append(file_name)
     env_values = {_ENV[k]: v for k, v in env.items() if k in _ENV and v != ""}
+    # OPENAI_BASE_URL (the OpenAI SDK's variable, as LM Studio's and Ollama's guides set it) fills
+    # base_url and chat_base_url where neither knowledge.yml nor KB_* gives them.
+    env_values.update({key: env["OPENAI_BASE_URL"] for key in ("base_url", "chat_base_url")
+                       if env.get("OPENAI_BASE_URL") and key not in env_values and key not in file_values})
     if env_values:
         config = replace(config, **_coerce(env_values, "environment"))
         sources.append("environment")

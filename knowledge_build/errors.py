@@ -5,9 +5,24 @@ The CLI turns these into `click.ClickException`; nothing below knows about click
 
 from __future__ import annotations
 
+import re
+
+_CLAUSE = re.compile(r"\[\[(.*?)\]\]", re.S)
+_OPTION = re.compile(r"(?<![\w-])--[a-z][a-z-]*")
+
 
 class KnowledgeBuildError(Exception):
-    """Base class: every message says what is wrong and what to do about it."""
+    """Base class: every message says what is wrong and what to do about it. A part of a message
+    written [[…]] names command-line options; `for_options` keeps it only for a command that has
+    all of them, so that no message tells a user to pass an option their command lacks."""
+
+    def __str__(self) -> str:
+        return self.for_options(None)
+
+    def for_options(self, options: set[str] | None) -> str:
+        """The message for a command with these options (None: every part)."""
+        return _CLAUSE.sub(lambda m: m.group(1) if options is None or set(_OPTION.findall(m.group(1))) <= options
+                           else "", super().__str__())
 
 
 class ConfigError(KnowledgeBuildError):
@@ -59,7 +74,7 @@ class ArtifactsNotFound(ArtifactError):
     def __init__(self, path):
         super().__init__(
             f"no artifact set at '{path}' (manifest.json missing). Build one with "
-            "'knowledge-build build --site SITE', or pass --index pointing at "
+            "'knowledge-build build --site SITE', or [[pass --index or ]]set KB_INDEX pointing at "
             "<site output>/knowledge/v2."
         )
 
@@ -154,7 +169,7 @@ class StaleLatest(ArtifactError):
         super().__init__(
             f"'{latest}' names build {named!r}, but the set it points to is build {found!r}: a build "
             "was interrupted between swapping the set in and updating latest.json. Run "
-            "'knowledge-build build' again, or pass --index the v1 directory itself."
+            "'knowledge-build build' again, or [[pass --index or ]]set KB_INDEX to the v1 directory itself."
         )
 
 

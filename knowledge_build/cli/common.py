@@ -24,9 +24,17 @@ def fail_on_library_errors(func):
             print_diagnostics(exc.diagnostics, verbose=False)
             raise click.ClickException(str(exc).splitlines()[0]) from exc
         except kb.KnowledgeBuildError as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise click.ClickException(exc.for_options(command_options())) from exc
 
     return wrapper
+
+
+def command_options() -> set[str] | None:
+    """The options (--name) of the running command, or None outside click."""
+    context = click.get_current_context(silent=True)
+    if context is None:
+        return None
+    return {name for param in context.command.params for name in (*param.opts, *param.secondary_opts)}
 
 
 def print_diagnostics(diagnostics, verbose: bool) -> None:

@@ -52,7 +52,8 @@ PROVIDERS = ("local", "openai", "openai-compatible")
 def get_embedder(name: str = "local", model: str | None = None, dimensions: int | None = None,
                  base_url: str | None = None, batch_size: int | None = None, known_dim: int | None = None,
                  timeout: float | None = None) -> Embedder:
-    """An embedder by provider name. openai-compatible needs a base_url (or KB_BASE_URL); a remote
+    """An embedder by provider name. openai-compatible needs a base_url (or KB_BASE_URL, else
+    OPENAI_BASE_URL); a remote
     embedder's timeout per request is `timeout`, else KB_EMBEDDING_TIMEOUT, else its default.
     batch_size None means the embedder's own (16 for local, 256 per request for OpenAI)."""
     if name == "local":
@@ -62,10 +63,11 @@ def get_embedder(name: str = "local", model: str | None = None, dimensions: int 
     if name in ("openai", "openai-compatible"):
         from .openai import OpenAIEmbedder
 
-        base_url = base_url or os.environ.get("KB_BASE_URL") or None
+        base_url = base_url or os.environ.get("KB_BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
         if name == "openai-compatible" and not base_url:
-            raise EmbedderUnavailable("the openai-compatible embedder needs the server's URL: pass --base-url "
-                                      "or set KB_BASE_URL (e.g. http://127.0.0.1:8000/v1).")
+            raise EmbedderUnavailable("the openai-compatible embedder needs the server's URL. Fix: [[pass --base-url "
+                                      "URL, or ]]set KB_BASE_URL or OPENAI_BASE_URL (or base_url in knowledge.yml), "
+                                      "e.g. http://127.0.0.1:8000/v1.")
         return OpenAIEmbedder(model=model, dimensions=dimensions, base_url=base_url if name != "openai" else None,
                               batch_size=batch_size, known_dim=known_dim, timeout=timeout or _env_timeout())
     raise EmbedderUnavailable(f"unknown embedder {name!r}. Available: {', '.join(PROVIDERS)}.")

@@ -42,7 +42,7 @@ MAX_RETRIES = 5
 MAX_INPUTS = 2048  # the API's limit of inputs per request
 MAX_TOKENS_PER_INPUT = 8191
 MAX_TOKENS_PER_REQUEST = 300_000
-TIMEOUT_HINT = "raise the timeout with --embedding-timeout (build) or KB_EMBEDDING_TIMEOUT"
+TIMEOUT_HINT = "raise the timeout with [[--embedding-timeout or ]]KB_EMBEDDING_TIMEOUT"
 
 
 class EmbeddingRequestFailed(QueryEmbeddingFailed):
@@ -73,8 +73,9 @@ class OpenAIEmbedder:
         self.provider = "openai-compatible" if base_url else "openai"
         api_key = api_key or os.environ.get("OPENAI_API_KEY")
         if self.provider == "openai" and not api_key:
-            raise EmbedderUnavailable("OPENAI_API_KEY is not set. Export your OpenAI API key, or use a local "
-                                      "OpenAI-compatible server with --base-url (no key needed).")
+            raise EmbedderUnavailable("OPENAI_API_KEY is not set. Fix: export your OpenAI API key[[, or use a "
+                                      "local OpenAI-compatible server with --embedder openai-compatible --base-url "
+                                      "URL (no key needed)]].")
         self._model_given = model is not None
         self.model = model or DEFAULT_MODEL
         self.timeout = float(timeout or DEFAULT_TIMEOUT)
@@ -190,7 +191,7 @@ class OpenAIEmbedder:
             raise EmbeddingDimensionChanged(
                 f"the embedding server at {self._client.base_url} answered {matrix.shape[1]}-dimensional "
                 f"vectors (model {self.model}), but {self._dim_origin} {self.dim} dimensions: the server's model "
-                "changed. Point --base-url / KB_BASE_URL at the server the vectors came from, or rebuild "
+                "changed. Point [[--base-url / ]]KB_BASE_URL (or OPENAI_BASE_URL) at the server the vectors came from, or rebuild "
                 "with 'knowledge-build build' against this one.")
         return matrix
 
@@ -216,7 +217,7 @@ class OpenAIEmbedder:
                 f"the embedding server at {self._client.base_url} did not answer in {timeout:g} s "
                 f"(after {retries} retries). Check the server, or {TIMEOUT_HINT}.") from exc
         except openai.APIStatusError as exc:
-            hint = (" Name the server's model with --embedding-model." if exc.status_code == 404
+            hint = ("[[ Name the server's model with --embedding-model.]]" if exc.status_code == 404
                     and not self._model_given else "")
             raise EmbeddingRequestFailed(f"the embedding server answered {exc.status_code} after retries: "
                                          f"{exc.message}.{hint}") from exc

@@ -109,7 +109,7 @@ def chat_client(config):
     api_key = os.environ.get("OPENAI_API_KEY")
     if not config.chat_base_url and not api_key:
         raise ChatFailed("no chat model to ask: OPENAI_API_KEY is not set and no chat server is given. Fix: export "
-                         "OPENAI_API_KEY, or pass --chat-base-url (setting chat_base_url, KB_CHAT_BASE_URL) for an "
+                         "OPENAI_API_KEY, or [[pass --chat-base-url or ]]set chat_base_url (KB_CHAT_BASE_URL, else OPENAI_BASE_URL) for an "
                          "OpenAI-compatible server such as http://127.0.0.1:8080/v1.")
     return openai.OpenAI(api_key=api_key or "not-needed", base_url=config.chat_base_url, max_retries=CHAT_RETRIES,
                          timeout=config.chat_timeout)
@@ -133,16 +133,16 @@ def _chat(client, model: str, messages: list[dict]) -> str:
                          "server is working, or allow longer with chat_timeout (KB_CHAT_TIMEOUT, seconds).") from exc
     except openai.APIConnectionError as exc:
         raise ChatFailed(f"the chat model at {url} cannot be reached ({exc.__cause__ or exc}). Fix: start the "
-                         "server, or check --chat-base-url (setting chat_base_url).") from exc
+                         "server, or check [[--chat-base-url / ]]the setting chat_base_url (KB_CHAT_BASE_URL).") from exc
     except openai.APIStatusError as exc:
         raise ChatFailed(f"the chat model at {url} failed: HTTP {exc.status_code} ({_message(exc)}). Fix: check "
-                         "--chat-model and OPENAI_API_KEY; for a 5xx, the server's log, then ask again.") from exc
+                         "[[--chat-model / ]]the setting chat_model and OPENAI_API_KEY; for a 5xx, the server's log, then ask again.") from exc
     except openai.APIError as exc:
-        raise ChatFailed(f"the chat model at {url} failed ({exc.message}). Fix: check that --chat-base-url is an "
+        raise ChatFailed(f"the chat model at {url} failed ({exc.message}). Fix: check that [[--chat-base-url / ]]chat_base_url is an "
                          "OpenAI-compatible server (POST …/chat/completions).") from exc
     except ValueError as exc:  # the SDK parses a body labelled application/json that is not JSON
         raise ChatFailed(f"the chat model at {url} answered HTTP 200 with a body that is not JSON ({exc}). Fix: check "
-                         "that --chat-base-url is an OpenAI-compatible server (POST …/chat/completions), not a "
+                         "that [[--chat-base-url / ]]chat_base_url is an OpenAI-compatible server (POST …/chat/completions), not a "
                          "proxy's or a web server's page.") from exc
     choices = getattr(response, "choices", None) or []
     content = choices[0].message.content if choices and choices[0].message else None

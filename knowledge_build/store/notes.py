@@ -76,7 +76,7 @@ def _open_sqlite(path: Path, index, vector_index: str):
             shown = path
         raise NotesUnavailable(
             f"cannot create or write the notes file {shown} ({exc}). Fix: run from a writable directory, "
-            "or pass --notes with a path to a writable file") from exc
+            "or [[pass --notes or ]]set KB_NOTES to a path of a writable file") from exc
     return conn
 
 

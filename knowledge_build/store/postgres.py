@@ -34,8 +34,8 @@ def connect(url: str, connect_timeout: float = 5.0, statement_timeout_ms: int | 
     try:
         conn = psycopg.connect(url, connect_timeout=max(1, round(connect_timeout)), options=options or None)
     except psycopg.OperationalError as exc:
-        raise DatabaseError(f"cannot connect to the database ({str(exc).strip()}). Check --database-url / "
-                            "DATABASE_URL, or start a local one with 'knowledge-build db start'.") from exc
+        raise DatabaseError(f"cannot connect to the database ({str(exc).strip()}). Check [[--database-url / ]][[--store / ]]"
+                            "KB_DATABASE_URL / KB_STORE, or start a local one with 'knowledge-build db start'.") from exc
     try:
         register_vector(conn)
     except psycopg.ProgrammingError:
