@@ -283,6 +283,7 @@ OPTIONAL_MODULES = {
     "jaconv": ("ids", "jaconv"),
     "httpx": ("web", "httpx"),
     "httpcore": ("web", "httpx"),
+    "protego": ("web", "protego"),
     "sqlite_vec": ("web", "sqlite-vec"),
     "psycopg": ("db", "psycopg"),
     "psycopg_pool": ("db", "psycopg-pool"),
