@@ -243,3 +243,16 @@ def test_the_default_command_is_knowledge_build_on_the_path(gem, tmp_path):
     result = _jekyll(root, env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert len(_runs(log)) == 1
+
+
+def test_fail_on_error_false_turns_a_failed_index_into_a_warning(gem, tmp_path):
+    root = _site(tmp_path / "site")
+    config = root / "_config.yml"
+    config.write_text(config.read_text(encoding="utf-8").replace("fail_on_error: true", "fail_on_error: false"),
+                      encoding="utf-8")
+    failing = tmp_path / "failing.py"
+    failing.write_text("import sys\nsys.exit('error: the index could not be built. Fix: see above')\n", encoding="utf-8")
+    result = _jekyll(root, gem["env"], KNOWLEDGE_BUILD_COMMAND=f"{sys.executable} {failing}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "knowledge-build failed:" in result.stderr and "error: the index could not be built." in result.stderr
+    assert (root / "_site" / "junior" / "二次方程式.html").is_file()
