@@ -108,6 +108,15 @@ Disallow: /docs/tie
 """
 
 
+PDF_ONLY = "User-agent: *\nDisallow: /*.pdf$\n"
+
+
+@pytest.mark.parametrize("robots, path, allowed", [(PDF_ONLY, "/a.pdf", False), (PDF_ONLY, "/docs/b.pdf", False),
+                                                   (PDF_ONLY, "/a.pdf?x=1", True), (PDF_ONLY, "/a", True)])
+def test_a_dollar_ends_the_path_with_its_query(serve, robots, path, allowed):
+    test_rfc_9309_rules_through_the_crawler(serve, path, allowed, robots)
+
+
 @pytest.mark.parametrize("path, allowed", [
     ("/docs/a", True),  # Allow: /docs/ (6 characters) is longer than Disallow: / (1)
     ("/b", False),  # only Disallow: / matches
@@ -119,8 +128,8 @@ Disallow: /docs/tie
     ("/docs/private/open/y", True),  # Allow: /docs/private/open (18) beats Disallow: /docs/private
     ("/docs/tie/z", True),  # an Allow and a Disallow of the same length: Allow
 ])
-def test_rfc_9309_rules_through_the_crawler(serve, path, allowed):
-    site = serve({"/robots.txt": Route(RFC_9309, headers=TEXT), path: Route(_page("page"))})
+def test_rfc_9309_rules_through_the_crawler(serve, path, allowed, robots=RFC_9309):
+    site = serve({"/robots.txt": Route(robots, headers=TEXT), path: Route(_page("page"))})
     crawler = _crawler(site)
     if allowed:
         assert asyncio.run(crawler.fetch(site.url(path))).url == site.url(path)
