@@ -49,7 +49,8 @@ def _serve(index_dir, notes, port, env=None):
 
 class Alternating(ThreadingHTTPServer):
     """A load balancer without sticky sessions: request n goes to upstream n % 2. `served` records
-    (upstream index, HTTP method, JSON-RPC method or None, status) per request."""
+    (upstream index, HTTP method, JSON-RPC method or None, status) per request, and `sessions` the
+    Mcp-Session-Id headers the servers answered with."""
 
     daemon_threads = True
 
@@ -59,6 +60,7 @@ class Alternating(ThreadingHTTPServer):
         self.turn = itertools.count()
         self.lock = threading.Lock()
         self.served: list[tuple[int, str, str | None, int]] = []
+        self.sessions: list[str] = []
 
 
 class _Forward(BaseHTTPRequestHandler):
@@ -87,6 +89,7 @@ class _Forward(BaseHTTPRequestHandler):
         response = upstream.getresponse()
         with self.server.lock:
             self.server.served.append((which, self.command, method, response.status))
+            self.server.sessions += [v for k, v in response.getheaders() if k.lower() == "mcp-session-id"]
         self.send_response(response.status)
         for key, value in response.getheaders():
             if key.lower() not in HOP_BY_HOP:
@@ -146,6 +149,7 @@ def test_one_client_s_calls_alternate_between_two_server_processes_and_all_succe
     calls = [(which, status) for which, verb, method, status in two_servers.served if method == "tools/call"]
     assert len(calls) == 5 and {which for which, _ in calls} == {0, 1}  # both processes answered tool calls
     assert all(status == 200 for _, status in calls)
+    assert two_servers.sessions == []  # no session is issued: nothing for one process to remember
     if mode == "legacy":
         handshake = [which for which, _, method, _ in two_servers.served if method == "initialize"]
         assert len(handshake) == 1 and any(which != handshake[0] for which, _ in calls)
