@@ -46,6 +46,24 @@ def test_openai_base_url_serves_build_and_search_where_kb_base_url_is_unset(fake
     assert other.requests == 1 and server.requests == built + 1
 
 
+def test_ask_reaches_the_chat_server_openai_base_url_names_without_a_key(fake_index_dir, fake_open, monkeypatch):
+    from .chat_server import ChatServer
+
+    with ChatServer() as chat:
+        monkeypatch.setenv("OPENAI_BASE_URL", chat.url)  # no OPENAI_API_KEY, no --chat-base-url
+        result = CliRunner().invoke(main, ["ask", "判別式とは", "--index", str(fake_index_dir)],
+                                    env={"KB_RELEVANCE_THRESHOLD": "0"})
+        assert result.exit_code == 0, result.output
+        assert len(chat.requests) == 1 and result.output.startswith("「判別式とは」への回答です。")
+
+
+def test_ask_without_a_chat_server_names_its_own_option(fake_index_dir, fake_open):
+    result = CliRunner().invoke(main, ["ask", "判別式とは", "--index", str(fake_index_dir)],
+                                env={"KB_RELEVANCE_THRESHOLD": "0"})
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "or pass --chat-base-url or set chat_base_url (KB_CHAT_BASE_URL, else OPENAI_BASE_URL)" in result.output
+
+
 def test_the_settings_file_wins_over_openai_base_url_and_chat_follows_it_too(tmp_path):
     env = {"OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
     config = load_config(cwd=tmp_path, env=env)
