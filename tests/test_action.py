@@ -6,8 +6,9 @@ What stands in for the runner: each `run:` step runs as GitHub runs a composite 
 (`bash --noprofile --norc -eo pipefail`, its own $GITHUB_OUTPUT file), with its `env:` expressions
 evaluated from the inputs (action.yml's defaults overridden by the test's) and the earlier steps'
 outputs. The `uses:` steps (actions/setup-python, actions/cache) are GitHub's own and do not run
-here, and the install step (pip install of `${{ github.action_path }}` with the extras) is replaced by
-this repository's already-installed venv on PATH: the test checks what that step installs, not pip.
+here. The install step (pip install of `${{ github.action_path }}` with the extras) runs for real in one
+test, into a new virtualenv standing in for setup-python's Python; the other tests replace it by this
+repository's already-installed venv on PATH, and one checks which extras it picks for each input.
 """
 
 import json
@@ -28,15 +29,19 @@ ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
 STEPS = ACTION["runs"]["steps"]
 SAMPLE = ROOT / "examples" / "site-workflow.yml"
 TIMEOUT = float(os.environ.get("KB_TEST_TIMEOUT", 1800))
-EXPRESSION = re.compile(r"^\$\{\{ (inputs|steps)\.([\w-]+)(?:\.outputs\.([\w-]+))? \}\}$")
+EXPRESSION = re.compile(r"^\$\{\{ (inputs|steps|github)\.([\w-]+)(?:\.outputs\.([\w-]+))? \}\}$")
 
 
-def _value(expression: str, inputs: dict, outputs: dict) -> str:
-    """A step's `env:` value: `${{ inputs.NAME }}` or `${{ steps.ID.outputs.NAME }}` (the only forms
-    the action's scripts use; anything else fails the test rather than run with a wrong value)."""
+def _value(expression: str, inputs: dict, outputs: dict, action_path: Path | None = None) -> str:
+    """A step's `env:` value: `${{ inputs.NAME }}`, `${{ steps.ID.outputs.NAME }}` or
+    `${{ github.action_path }}` (the only forms the action's scripts use; anything else fails the test
+    rather than run with a wrong value)."""
     match = EXPRESSION.match(expression)
     assert match, f"unsupported expression in action.yml: {expression}"
     kind, name, output = match.groups()
+    if kind == "github":
+        assert name == "action_path" and action_path, expression
+        return str(action_path)
     return inputs[name] if kind == "inputs" else outputs.get(name, {}).get(output, "")
 
 
@@ -44,25 +49,27 @@ def _read_outputs(path: Path) -> dict:
     return dict(line.split("=", 1) for line in path.read_text(encoding="utf-8").splitlines() if line)
 
 
-def run_action(workspace: Path, home: Path, **given: str) -> tuple[subprocess.CompletedProcess, dict]:
+def run_action(workspace: Path, home: Path, python_bin: Path = Path(sys.executable).parent,
+               action_path: Path | None = None, **given: str) -> tuple[subprocess.CompletedProcess, dict]:
     """Run the action's scripts in `workspace` until one fails; returns the last result and the
-    action's outputs (its `outputs:` evaluated from the steps' $GITHUB_OUTPUT files)."""
+    action's outputs (its `outputs:` evaluated from the steps' $GITHUB_OUTPUT files). `python_bin` is
+    the Python on PATH (setup-python's); the install step runs only with an `action_path` to install."""
     inputs = {name: spec.get("default", "") for name, spec in ACTION["inputs"].items()}
     assert set(given) <= set(inputs), f"not inputs of the action: {set(given) - set(inputs)}"
     inputs.update(given)
     temp = home / "runner-temp"
     temp.mkdir(parents=True, exist_ok=True)
-    base = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(home), "RUNNER_TEMP": str(temp),
-            "LANG": "C.UTF-8"}
+    base = {"PATH": f"{python_bin}:/usr/bin:/bin", "HOME": str(home), "RUNNER_TEMP": str(temp),
+            "LANG": "C.UTF-8", **_pip_settings()}
     outputs: dict[str, dict] = {}
     result = None
     for number, step in enumerate(STEPS):
-        if "uses" in step or step.get("id") == "install":
+        if "uses" in step or (step.get("id") == "install" and action_path is None):
             continue  # GitHub's actions, and pip: the venv on PATH stands in (module docstring)
         output_file = temp / f"output-{number}"
         output_file.write_text("", encoding="utf-8")
         env = {**base, "GITHUB_OUTPUT": str(output_file),
-               **{key: _value(value, inputs, outputs) for key, value in step.get("env", {}).items()}}
+               **{key: _value(value, inputs, outputs, action_path) for key, value in step.get("env", {}).items()}}
         result = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
                                 cwd=workspace, env=env, capture_output=True, text=True, timeout=TIMEOUT)
         outputs[step.get("id", str(number))] = _read_outputs(output_file)
@@ -70,6 +77,16 @@ def run_action(workspace: Path, home: Path, **given: str) -> tuple[subprocess.Co
             break
     action_outputs = {name: _value(spec["value"], inputs, outputs) for name, spec in ACTION["outputs"].items()}
     return result, action_outputs
+
+
+def _pip_settings() -> dict:
+    """The machine's pip settings (package index, mirrors, wheel cache): HOME is replaced for isolation."""
+    settings = {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
+    user_config = Path.home() / ".config" / "pip" / "pip.conf"
+    if user_config.is_file() and "PIP_CONFIG_FILE" not in settings:
+        settings["PIP_CONFIG_FILE"] = str(user_config)
+    settings.setdefault("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip"))
+    return settings
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +129,31 @@ def test_action_checks_builds_and_sets_its_outputs(site_repo, home):
     summary = json.loads((home / "runner-temp" / "knowledge-build-summary.json").read_text(encoding="utf-8"))
     assert summary["embedded"] == 0 and summary["cached"] == summary["chunks"]
     assert outputs_again == outputs
+
+
+def _checkout(target: Path) -> Path:
+    """The action's checkout as GitHub makes it at `${{ github.action_path }}`: this repository's files
+    (tracked and untracked, not ignored), so pip builds nothing inside the working tree."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                            capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, target / name)
+    return target
+
+
+@pytest.mark.model
+def test_install_step_installs_the_action_into_a_bare_python_that_then_runs_it(site_repo, home, tmp_path):
+    """Every script, the install step included: a new virtualenv with nothing installed stands in for
+    setup-python's Python, and pip installs the action's checkout into it."""
+    venv = tmp_path / "python"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    result, outputs = run_action(site_repo, home, python_bin=venv / "bin", action_path=_checkout(tmp_path / "action"))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert (venv / "bin" / "knowledge-build").is_file()
+    assert outputs["build-id"] == _manifest(site_repo / "_site" / "knowledge" / "v2")["build_id"]
+    assert int(outputs["chunk-count"]) > 100
 
 
 @pytest.mark.model
