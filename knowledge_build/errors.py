@@ -151,8 +151,9 @@ class BuildIdMismatch(ArtifactError):
     def __init__(self, path, recorded, computed):
         super().__init__(
             f"artifact set '{path}': the manifest's build_id is {recorded!r}, but its file "
-            f"checksums give {computed!r}: the manifest was edited. Rebuild it with "
-            "'knowledge-build build'."
+            f"checksums and fields give {computed!r}: the manifest was edited (its site, embedder, "
+            "counts and every other field are part of the build id), or written before the build id "
+            "covered those fields. Fix: rebuild it with 'knowledge-build build'."
         )
 
 

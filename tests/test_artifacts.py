@@ -101,8 +101,13 @@ def test_a_truncated_file_is_refused(built):
 
 
 def _rewrite_manifest(output, change):
+    """Edit the manifest and record the build id the edit gives, as a tampering build would, so that
+    only the checks behind the build id can refuse it."""
+    from knowledge_build.index.artifacts import build_id_of
+
     manifest = json.loads((output / "manifest.json").read_text(encoding="utf-8"))
     change(manifest)
+    manifest["build_id"] = build_id_of(manifest)
     (output / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
 
 

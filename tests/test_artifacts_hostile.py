@@ -66,7 +66,7 @@ def _forge(output: Path, name: str, data: bytes, change=None) -> None:
         manifest["files"][name] = {"sha256": sha256(data), "size": len(data)}
         if change:
             change(manifest)
-        manifest["build_id"] = build_id_of(manifest["files"])
+        manifest["build_id"] = build_id_of(manifest)
     _rewrite_manifest(output, update)
 
 
@@ -107,7 +107,7 @@ def test_a_manifest_that_promises_8_gb_is_refused_before_reading(built, monkeypa
     vectors = built.output / "vectors.faiss"
     os.truncate(vectors, 8 * GIB)
     _rewrite_manifest(built.output, lambda m: m["files"]["vectors.faiss"].update(size=8 * GIB))
-    _rewrite_manifest(built.output, lambda m: m.update(build_id=build_id_of(m["files"])))
+    _rewrite_manifest(built.output, lambda m: m.update(build_id=build_id_of(m)))
     spy = ReadSpy(monkeypatch)
     with pytest.raises(ArtifactTooLarge, match=f"vectors.faiss.*{8 * GIB} bytes, more than"):
         verify_set(built.output, FakeEmbedder())
@@ -119,7 +119,7 @@ def test_a_vectors_file_larger_than_its_rows_and_dimension_is_refused_after_read
     vectors = built.output / "vectors.faiss"
     os.truncate(vectors, 3 * GIB)
     _rewrite_manifest(built.output, lambda m: m["files"]["vectors.faiss"].update(size=3 * GIB))
-    _rewrite_manifest(built.output, lambda m: m.update(build_id=build_id_of(m["files"])))
+    _rewrite_manifest(built.output, lambda m: m.update(build_id=build_id_of(m)))
     spy = ReadSpy(monkeypatch)
     with pytest.raises(ArtifactUnreadable, match=f"{3 * GIB} bytes, but 171 vectors of dimension 64 take"):
         verify_set(built.output, FakeEmbedder())
@@ -158,12 +158,22 @@ def test_a_manifest_missing_a_key_is_refused(built, key):
         verify_set(built.output, FakeEmbedder())
 
 
+def _restamped(change):
+    """`change`, then the build id it gives: a consistent forgery only the content checks can refuse."""
+    def forge(manifest):
+        change(manifest)
+        manifest["build_id"] = build_id_of(manifest)
+    return forge
+
+
 @pytest.mark.parametrize("change, error, message", [
-    (lambda m: m["counts"].update(materials=m["counts"]["materials"] + 1), CountMismatch,
+    (_restamped(lambda m: m["counts"].update(materials=m["counts"]["materials"] + 1)), CountMismatch,
      r"knowledge_chunks.json \(materials\) holds \d+ entries, the manifest says"),
-    (lambda m: m["counts"]["by_type"].update(rule=m["counts"]["by_type"]["rule"] + 1), CountMismatch,
+    (_restamped(lambda m: m["counts"]["by_type"].update(rule=m["counts"]["by_type"]["rule"] + 1)), CountMismatch,
      r"knowledge_chunks.json \(type 'rule'\) holds \d+ entries"),
-    (lambda m: m["counts"]["by_type"].update(glossary=1), CountMismatch, r"\(type 'glossary'\) holds 0 entries"),
+    (_restamped(lambda m: m["counts"]["by_type"].update(glossary=1)), CountMismatch,
+     r"\(type 'glossary'\) holds 0 entries"),
+    (lambda m: m["counts"].update(chunks=3), BuildIdMismatch, "checksums and fields give"),
     (lambda m: m.update(build_id="0123456789abcdef"), BuildIdMismatch, "build_id is '0123456789abcdef'"),
     (lambda m: m.update(metric="dot"), ManifestInvalid, "metric: 'cosine' was expected"),
     (lambda m: m.update(schema_version=3), SchemaVersionMismatch, "schema_version 3; this version of knowledge-build reads schema_version 1 or 2"),
@@ -258,7 +268,7 @@ def test_an_embedder_this_machine_cannot_create_is_a_validate_warning_with_searc
 def test_validate_reports_an_embedder_mismatch_exactly_as_search_does(site_dir):
     output = build(_config(site_dir), embedder=LocalLookalike()).output
     assert _validate_messages(site_dir) == []
-    _rewrite_manifest(output, lambda m: m["embedder"].update(model="multilingual-e5-large"))
+    _rewrite_manifest(output, _restamped(lambda m: m["embedder"].update(model="multilingual-e5-large")))
     message = _search_error(output)
     assert "built with embedder local:multilingual-e5-large:384" in message
     assert _validate_messages(site_dir) == [message]

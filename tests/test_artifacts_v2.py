@@ -133,7 +133,7 @@ def _restamp(directory, name):
     manifest = json.loads((directory / "manifest.json").read_text())
     data = (directory / name).read_bytes()
     manifest["files"][name] = {"sha256": sha256(data), "size": len(data)}
-    manifest["build_id"] = build_id_of(manifest["files"])
+    manifest["build_id"] = build_id_of(manifest)
     (directory / "manifest.json").write_bytes(dumps(manifest))
 
 

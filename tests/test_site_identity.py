@@ -23,12 +23,16 @@ MATH_SITE = "中学・高校数学の教材サイト"  # what the prompt said of
 
 
 def with_site(index_dir, target, **site):
-    """A copy of the set at `index_dir` whose manifest's `site` has `site` (a value None: the key removed);
-    the build id hashes the content files only, so the copy opens as the original does."""
+    """A copy of the set at `index_dir` whose manifest's `site` has `site` (a value None: the key removed),
+    with the build id that edit gives (the build id hashes the manifest's fields too), as a build of
+    such a site would write it."""
+    from knowledge_build.index.artifacts import build_id_of
+
     shutil.copytree(index_dir, target)
     manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
     manifest["site"].update(site)
     manifest["site"] = {k: v for k, v in manifest["site"].items() if v is not None}
+    manifest["build_id"] = build_id_of(manifest)
     (target / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
     return target
 

@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from knowledge_build import build, load_config
 from knowledge_build.checks.validate import validate_site
+from knowledge_build.index.artifacts import build_id_of
 from knowledge_build.cli import main
 
 from .conftest import LocalLookalike
@@ -72,11 +73,34 @@ def test_a_damaged_artifact_set_is_an_integrity_error(indexed, schema, found):
     index = indexed / "_site" / "knowledge" / f"v{schema}"
     manifest = json.loads((index / "manifest.json").read_text(encoding="utf-8"))
     manifest["counts"]["chunks"] += 1
+    manifest["build_id"] = build_id_of(manifest)  # a consistent forgery: only the content checks see it
     (index / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     result = CliRunner().invoke(main, ["validate", "--site", str(indexed), "--format", "json"])
     assert result.exit_code == 1
     (finding,) = json.loads(result.output)["diagnostics"]
     assert finding["rule"] == "artifact-integrity" and re.search(found, finding["message"]), finding["message"]
+
+
+@pytest.mark.parametrize("schema", [1, 2])
+@pytest.mark.parametrize("field, value", [
+    (("site", "url"), "https://attacker.example"), (("site", "baseurl"), "/elsewhere"),
+    (("site", "name"), "別のサイト"), (("embedder", "provider"), "openai"), (("embedder", "model"), "other"),
+    (("lexical", "analyzer"), "other"), (("counts", "materials"), 99)])
+def test_an_edited_manifest_field_is_refused_by_validate_and_search_in_one_line(indexed, schema, field, value):
+    index = indexed / "_site" / "knowledge" / f"v{schema}"
+    manifest = json.loads((index / "manifest.json").read_text(encoding="utf-8"))
+    manifest[field[0]][field[1]] = value
+    (index / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
+    expected = (f"artifact set '{index}': the manifest's build_id is '{manifest['build_id']}', but its file checksums "
+                "and fields give '")
+    result = CliRunner().invoke(main, ["validate", "--site", str(indexed), "--format", "json"])
+    assert result.exit_code == 1
+    (finding,) = json.loads(result.output)["diagnostics"]
+    assert finding["rule"] == "artifact-integrity" and finding["message"].startswith(expected)
+    assert finding["message"].rstrip(".").endswith("Fix: rebuild it with 'knowledge-build build'")
+    searched = CliRunner().invoke(main, ["search", "x", "--index", str(index)])
+    assert searched.exit_code == 1 and searched.output.startswith(f"Error: {expected}")
+    assert len(searched.output.splitlines()) == 1 and "Fix: rebuild it" in searched.output
 
 
 def test_a_missing_index_says_how_to_build_one(site_dir):

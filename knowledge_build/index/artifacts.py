@@ -62,9 +62,20 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def build_id_of(entries: dict[str, dict]) -> str:
-    """The build id: a hash of every content file's name and sha256 (the manifest records it)."""
-    return sha256("".join(f"{name}:{entries[name]['sha256']}\n" for name in sorted(entries)).encode())[:16]
+# Manifest keys the build id does not hash: itself, the version of the tool that wrote the set
+# (answers do not depend on it), and `files`, hashed by name and sha256.
+UNHASHED_KEYS = ("build_id", "tool", "files")
+
+
+def build_id_of(manifest: dict) -> str:
+    """The build id: a hash of every content file's name and sha256 and of every other manifest
+    field (embedder, site, metric, dense, lexical, counts, schema_version), so an edit of any field
+    an answer depends on (site.url makes every absolute_url) is refused like an edited file."""
+    entries = manifest["files"]
+    fields = {key: value for key, value in manifest.items() if key not in UNHASHED_KEYS}
+    text = "".join(f"{name}:{entries[name]['sha256']}\n" for name in sorted(entries))
+    text += json.dumps(fields, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return sha256(text.encode("utf-8"))[:16]
 
 
 def assemble(chunks, vectors: np.ndarray, lexical_fields: dict[str, list[list[str]]], analyzer: str,
@@ -105,7 +116,6 @@ def finish_set(files: dict[str, bytes], chunks, schema_version: int, embedder_in
     manifest = {
         "schema_version": schema_version,
         "tool": {"name": "knowledge-build", "version": __version__},
-        "build_id": build_id_of(entries),
         "embedder": embedder_info,
         "metric": "cosine",
         **described,
@@ -113,6 +123,7 @@ def finish_set(files: dict[str, bytes], chunks, schema_version: int, embedder_in
         "files": entries,
         "site": site_info,
     }
+    manifest["build_id"] = build_id_of(manifest)
     files[MANIFEST] = dumps(manifest)
     return ArtifactSet(manifest=manifest, files=files)
 

@@ -147,7 +147,7 @@ def read_artifacts(path, loaded: tuple[dict, bytes] | None = None) -> ArtifactSe
     if manifest["schema_version"] != 1:
         return ArtifactSet(manifest=manifest, files={MANIFEST: raw})
     entries = manifest["files"]
-    computed = build_id_of(entries)
+    computed = build_id_of(manifest)
     if computed != manifest["build_id"]:
         raise BuildIdMismatch(path, manifest["build_id"], computed)
     for name in CONTENT_FILES:
@@ -201,7 +201,7 @@ def load_manifest(path: Path) -> tuple[dict, bytes]:
     problem = schema_problem(manifest, "manifest.schema.json" if version == 1 else "manifest.v2.schema.json")
     if problem:
         raise ManifestInvalid(path, problem)
-    computed = build_id_of(manifest["files"])
+    computed = build_id_of(manifest)
     if computed != manifest["build_id"]:
         raise BuildIdMismatch(path, manifest["build_id"], computed)
     return manifest, raw
