@@ -169,13 +169,20 @@ def test_relevance_does_not_depend_on_k(index):
 
 
 def test_changing_the_centre_moves_relevance_not_the_ranking(index):
-    before = index.search("因数分解", k=5)
-    shifted = replace(index.settings, relevance_cosine_centre=0.0)
-    moved = KnowledgeIndex(index.path, index.manifest, index.chunks, index._index, index._postings, index.embedder,
-                           shifted)
-    after = moved.search("因数分解", k=5)
+    """The fused ranking never reads relevance; only the lift of a page part (part_place) asks whether
+    the part is relevant, so with a lower centre a part may be lifted where it was not, and nothing else moves."""
+    def searcher(**settings):
+        return KnowledgeIndex(index.path, index.manifest, index.chunks, index._index, index._postings,
+                              index.embedder, replace(index.settings, **settings))
+
+    before = searcher(part_place=0).search("因数分解", k=5)
+    after = searcher(part_place=0, relevance_cosine_centre=0.0).search("因数分解", k=5)
     assert [r.id for r in after] == [r.id for r in before]
     assert all(a.relevance >= b.relevance for a, b in zip(after, before))
+    lifted = searcher(relevance_cosine_centre=0.0).search("因数分解", k=5)
+    boxes = [r.id for r in lifted if r.type not in ("section", "table")]
+    assert boxes == [r.id for r in before if r.type not in ("section", "table")][:len(boxes)]
+    assert any(r.type in ("section", "table") and r.relevant for r in lifted[:3])
 
 
 def test_bm25_from_the_postings_equals_bm25s_on_the_same_documents():
