@@ -50,7 +50,7 @@ def by_place(ranked: Iterable[Item], place_of: Callable[[Item], Hashable], k: in
             if len(others) < MAX_SUB_RESULTS:
                 others.append(item)
         elif len(places) == k:
-            ranked = _chain(item, ranked)
+            ranked = itertools.chain((item,), ranked)  # the item that ended the walk starts the rest
             break
         else:
             places[place] = (item, [])
@@ -68,7 +68,3 @@ def by_place(ranked: Iterable[Item], place_of: Callable[[Item], Hashable], k: in
     found.insert(within - 1, found.pop(at))
     return found[:k]
 
-
-def _chain(first: Item, rest: Iterable[Item]):
-    yield first
-    yield from rest
