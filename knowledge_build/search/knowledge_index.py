@@ -86,6 +86,9 @@ class KnowledgeIndex:
         self.site_url = str(site.get("url") or "")
         self.filters = FilterVocabulary(categories=site.get("categories"), columns=self.columns)
         self._parts = self.columns.parts
+        # Boxes and page parts (sections, tables) together: each kind gets its own candidates, and a
+        # part may be lifted among the first places (places.py). Read once, not on every query.
+        self._mixed = bool(self._parts.any() and not self._parts.all())
         # Relevance's coverage is measured against the anchored boxes it was calibrated on.
         self._postings = lexical if isinstance(lexical, Postings) else \
             from_token_lists(lexical["fields"] if len(chunks) else {}, ~self._parts)
@@ -194,7 +197,7 @@ class KnowledgeIndex:
         relevant = self.settings.min_relevance if min_relevance is None else min_relevance
         passing = (c for c in self._candidates(ordered, qvec, channels.get("dense", {}), fields)
                    if (similar is None or c[2] >= similar) and (relevant is None or c[3] >= relevant))
-        mixed = filters.get("type") is None and self._parts.any() and not self._parts.all()
+        mixed = filters.get("type") is None and self._mixed
         places = by_place(passing, lambda c: self._url(c[0]), k, promote=self._liftable if mixed else None,
                           within=self.settings.part_place)
         return [replace(self._with_locations(lead[0], self._result(*lead, source)),
@@ -237,7 +240,7 @@ class KnowledgeIndex:
         tables) separately, so that adding a site's sections never pushes a box out of a channel's
         candidates (nor changes the statistics the fusion reads); one group (None: every allowed
         row) when the index has only one of them."""
-        if not self._parts.any() or self._parts.all():
+        if not self._mixed:
             return [allowed]
         return [m if allowed is None else m & allowed for m in (~self._parts, self._parts)]
 
@@ -251,7 +254,7 @@ class KnowledgeIndex:
 
     def _per_kind(self, scores: dict[int, float]) -> dict[int, float]:
         """The top `candidates` of each kind group of a ranking another store supplied."""
-        if not self._parts.any() or self._parts.all():
+        if not self._mixed:
             return scores
         keep: dict[int, float] = {}
         for part in (False, True):
