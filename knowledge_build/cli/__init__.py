@@ -419,11 +419,12 @@ def learns_generate(site, model, base_url, only_missing, timeout, retries, fmt):
 # The commands of the other modules; bound under other names so that `knowledge_build.cli.ask`,
 # `.slack` and `.sources` stay the modules (a test patches what they look up).
 from . import ask as _ask  # noqa: E402
+from . import install as _install  # noqa: E402
 from . import lint as _lint  # noqa: E402
 from . import slack as _slack  # noqa: E402
 from . import sources as _sources  # noqa: E402
 from . import store as _store  # noqa: E402
 
 for _command in (_lint.check, _lint.suggest_ids, _lint.validate, _store.publish, _store.db, _store.serve,
-                 _sources.sources, _ask.ask, _slack.slack):
+                 _sources.sources, _ask.ask, _slack.slack, _install.install_search):
     main.add_command(_command)

@@ -1,0 +1,172 @@
+// The drop-in search box. Renders into every <div class="knowledge-search"> of the page and asks the
+// core module for results; without JavaScript the container simply stays empty. Result text is the
+// site's content: it is set as text, never parsed as HTML. No request leaves the site: the index
+// (data-bundle, else this module's folder) and this folder's stylesheet.
+import { open } from "./knowledge-search.js";
+
+const DEBOUNCE_MS = 150;
+const SHOWN = 8;
+let boxes = 0;
+
+function el(tag, attributes, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes || {})) {
+    if (name === "text") node.textContent = value;
+    else node.setAttribute(name, value);
+  }
+  node.append(...children);
+  return node;
+}
+
+// Once per page; the box stays hidden until the sheet has loaded (or failed), so it never flashes unstyled.
+function stylesheet() {
+  let link = document.querySelector("link[data-knowledge-search]");
+  if (!link) {
+    link = el("link", { rel: "stylesheet", href: new URL("knowledge-search.css", import.meta.url).href,
+                        "data-knowledge-search": "" });
+    document.head.append(link);
+  }
+  return new Promise((resolve) => {
+    if (link.sheet) return resolve();
+    link.addEventListener("load", resolve);
+    link.addEventListener("error", resolve);
+  });
+}
+
+// The excerpt with the matched ranges in <mark>; ranges that overlap or leave the text are skipped.
+function marked(text, marks) {
+  const node = el("span", { class: "ks-excerpt" });
+  let at = 0;
+  for (const [start, end] of marks || []) {
+    if (start < at || end <= start || end > text.length) continue;
+    node.append(text.slice(at, start), el("mark", { text: text.slice(start, end) }));
+    at = end;
+  }
+  node.append(text.slice(at));
+  return node;
+}
+
+function option(result, id) {
+  const head = el("span", { class: "ks-head" }, el("span", { class: "ks-title", text: result.title }),
+    el("span", { class: "ks-badge", "data-type": result.type, text: result.typeLabel || result.type }));
+  if (result.level) head.append(el("span", { class: "ks-level", text: result.level }));
+  const link = el("a", { class: "ks-link", href: result.url, tabindex: "-1" }, head);
+  if (result.learns && result.learns.length) {
+    link.append(el("span", { class: "ks-learns-head", text: "このリンクで学べること" }),
+      el("ul", { class: "ks-learns" }, ...result.learns.map((text) => el("li", { text }))));
+  }
+  if (result.excerpt) link.append(marked(result.excerpt, result.marks));
+  return el("li", { id, class: "ks-result", role: "option", "aria-selected": "false" }, link);
+}
+
+function filter(label, all) {
+  return el("select", { class: "ks-filter", "aria-label": label, hidden: "" }, el("option", { value: "", text: all }));
+}
+
+function mount(container) {
+  const n = ++boxes;
+  const bundle = container.dataset.bundle ? new URL(container.dataset.bundle, document.baseURI)
+    : new URL("./", import.meta.url);
+  const input = el("input", { type: "search", class: "ks-input", role: "combobox", "aria-autocomplete": "list",
+    "aria-expanded": "false", "aria-controls": `ks-list-${n}`, "aria-label": "サイト内検索",
+    placeholder: "サイト内を検索（例：たすきがけ）", autocomplete: "off", spellcheck: "false" });
+  const type = filter("種類", "すべての種類");
+  const level = filter("レベル", "すべてのレベル");
+  const status = el("p", { class: "ks-status", role: "status" });
+  const list = el("ul", { class: "ks-results", id: `ks-list-${n}`, role: "listbox", "aria-label": "検索結果",
+    hidden: "" });
+  const root = el("div", { class: "ks", hidden: "" }, el("div", { class: "ks-bar" }, input, type, level), status, list);
+  let index = null, results = [], active = -1, latest = 0, timer = 0;
+
+  function load() {
+    index ??= open(bundle).then((opened) => {
+      for (const [select, values] of [[type, opened.filters.types], [level, opened.filters.levels]]) {
+        select.append(...values.map(({ value, label }) => el("option", { value, text: label })));
+        select.hidden = values.length < 2;
+      }
+      return opened;
+    }, (error) => { index = null; throw error; });
+    return index;
+  }
+
+  function move(to) {
+    list.children[active]?.setAttribute("aria-selected", "false");
+    active = to;
+    const chosen = list.children[to];
+    if (!chosen) return input.removeAttribute("aria-activedescendant");
+    chosen.setAttribute("aria-selected", "true");
+    input.setAttribute("aria-activedescendant", chosen.id);
+    chosen.scrollIntoView({ block: "nearest" });
+  }
+
+  function expand(shown) {
+    shown = shown && results.length > 0;
+    list.hidden = !shown;
+    input.setAttribute("aria-expanded", String(shown));
+    if (!shown) move(-1);
+  }
+
+  function show(found, query) {
+    results = found;
+    move(-1);
+    list.replaceChildren(...found.map((result, i) => option(result, `ks-${n}-${i}`)));
+    status.textContent = !query ? "" : found.length ? `${found.length} 件` : `「${query}」は見つかりませんでした`;
+    expand(true);
+  }
+
+  // Every query gets a number; an answer is shown only if no later query has started since, so a slow
+  // early answer never replaces a later one.
+  async function run() {
+    clearTimeout(timer);
+    const mine = ++latest;
+    const query = input.value.trim();
+    if (!query) return show([], "");
+    try {
+      const opened = await load();
+      const found = await opened.search(query, { k: SHOWN, type: type.value || null, level: level.value || null });
+      if (mine === latest) show(found, query);
+    } catch (error) {
+      if (mine === latest) {
+        show([], "");
+        status.textContent = `検索できませんでした（${error.message}）`;
+      }
+    }
+  }
+
+  input.addEventListener("input", (event) => {
+    if (event.isComposing) return;  // an IME is still composing: search once the word is chosen
+    clearTimeout(timer);
+    timer = setTimeout(run, DEBOUNCE_MS);
+  });
+  input.addEventListener("compositionend", () => { clearTimeout(timer); timer = setTimeout(run, DEBOUNCE_MS); });
+  input.addEventListener("focus", () => { load().catch(() => {}); expand(true); });
+  input.addEventListener("keydown", (event) => {
+    if (event.isComposing) return;
+    const count = results.length;
+    if ((event.key === "ArrowDown" || event.key === "ArrowUp") && count) {
+      event.preventDefault();
+      expand(true);
+      const step = event.key === "ArrowDown" ? 1 : -1;
+      move(active < 0 ? (step > 0 ? 0 : count - 1) : (active + step + count) % count);
+    } else if (event.key === "Enter" && count && !list.hidden) {
+      event.preventDefault();
+      list.children[Math.max(active, 0)].querySelector("a").click();
+    } else if (event.key === "Escape" && !list.hidden) {
+      event.preventDefault();  // the first Escape closes the list; the next one clears the field
+      expand(false);
+    }
+  });
+  for (const select of [type, level]) select.addEventListener("change", run);
+  list.addEventListener("click", () => expand(false));
+  document.addEventListener("pointerdown", (event) => { if (!root.contains(event.target)) expand(false); });
+
+  container.replaceChildren(root);
+  stylesheet().then(() => { root.hidden = false; });
+}
+
+for (const container of document.querySelectorAll(".knowledge-search")) {
+  if (!container.dataset.mounted) {
+    container.dataset.mounted = "true";
+    mount(container);
+  }
+}
