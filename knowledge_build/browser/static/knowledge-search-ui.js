@@ -106,9 +106,11 @@ function mount(container) {
     if (!shown) move(-1);
   }
 
-  function show(found, query) {
+  // The list says which query and filters it answers (data-query, data-type, data-level).
+  function show(found, query, chosen = {}) {
     results = found;
     move(-1);
+    Object.assign(list.dataset, { query, type: chosen.type || "", level: chosen.level || "" });
     list.replaceChildren(...found.map((result, i) => option(result, `ks-${n}-${i}`)));
     status.textContent = !query ? "" : found.length ? `${found.length} 件` : `「${query}」は見つかりませんでした`;
     expand(true);
@@ -120,11 +122,12 @@ function mount(container) {
     clearTimeout(timer);
     const mine = ++latest;
     const query = input.value.trim();
+    const chosen = { type: type.value || null, level: level.value || null };
     if (!query) return show([], "");
     try {
       const opened = await load();
-      const found = await opened.search(query, { k: SHOWN, type: type.value || null, level: level.value || null });
-      if (mine === latest) show(found, query);
+      const found = await opened.search(query, { k: SHOWN, ...chosen });
+      if (mine === latest) show(found, query, chosen);
     } catch (error) {
       if (mine === latest) {
         show([], "");
