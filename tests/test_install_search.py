@@ -115,3 +115,12 @@ def test_help_says_what_the_command_writes():
     assert result.stdout.startswith("Usage: main install-search [OPTIONS]")
     for phrase in ("_includes/knowledge_search.html", "--snippet", "--force", "--baseurl", "Without JavaScript"):
         assert phrase in " ".join(result.stdout.split()), phrase
+
+
+def test_the_box_module_is_small():
+    import gzip
+
+    from knowledge_build.browser import install
+
+    module = Path(install.__file__).parent / "static" / "knowledge-search-ui.js"
+    assert len(gzip.compress(module.read_bytes(), 9)) <= 4096  # README: about 3 KB gzipped
