@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from knowledge_build.text.ja import ANALYZER, FIELDS, analyze, analyze_box, analyze_query, box_text, kana_spans
+from tests.conftest import FakeEmbedder
 
 
 def _known(*readings, lemmas=()):
@@ -125,3 +126,78 @@ def test_every_spelling_of_a_term_finds_a_box_titled_with_it_in_the_lexical_top_
     top = corpus_lexical.search(query, k=5, mode="lexical")
     assert any(VARIANTS[query] in r.title and r.type not in ("section", "table") for r in top), \
         [(r.id, r.title) for r in top]
+
+
+# -- the dense query: a kana term written as the site writes it ----------------------------------
+
+
+def test_a_texts_kana_terms_come_with_how_the_text_writes_them():
+    from knowledge_build.text.ja import term_surfaces
+
+    found = term_surfaces("余弦定理と判別式、二次方程式")
+    assert found["ヨゲンテイリ"] == "余弦定理" and found["ハンベツシキ"] == "判別式"
+    assert found["ニジホウテイシキ"] == "二次方程式" and found["ホウテイシキ"] == "方程式"
+    assert "ツカウ" not in term_surfaces("判別式を使う")  # a verb is no kana term
+
+
+class _RecordingEmbedder(FakeEmbedder):
+    """The FakeEmbedder, keeping the texts it was asked to embed as queries."""
+
+    def __init__(self):
+        super().__init__()
+        self.queries = []
+
+    def embed_query(self, text):
+        self.queries.append(text)
+        return super().embed_query(text)
+
+
+BOXES = {"rule-cosine": ("余弦定理", "三角形の辺と角の関係を表す余弦定理。"),
+         "rule-census": ("全数調査", "全数調査は集団のすべてを調べる。"),
+         "rule-wind": ("南東の風", "南東から吹く風。"),
+         "rule-troop": ("大隊の編成", "大隊は部隊の単位。")}
+
+
+@pytest.fixture(scope="module")
+def surfaces_index(tmp_path_factory):
+    import knowledge_build as kb
+
+    site = tmp_path_factory.mktemp("surfaces")
+    (site / "_config.yml").write_text("title: t\nbaseurl: ''\n", encoding="utf-8")
+    boxes = "\n".join(f'<div class="rule-box" id="{anchor}"><h3>{title}</h3><p>{text}</p></div>'
+                      for anchor, (title, text) in BOXES.items())
+    (site / "p.html").write_text(f"---\ntitle: 用語\nlayout: material\n---\n<h1>用語</h1>\n{boxes}\n", encoding="utf-8")
+    embedder = _RecordingEmbedder()
+    output = kb.build(kb.load_config(site=site, env={}), embedder=embedder, progress=False).output
+    return kb.KnowledgeIndex.open(output, embedder=embedder)
+
+
+@pytest.mark.parametrize("query, wording", [
+    ("よげんていり", "余弦定理"),  # the tagger reads it as よ / 限定 / り
+    ("よげんていりのつかいかた", "余弦定理のつかいかた"),
+    ("ヨゲンテイリ", "余弦定理"),
+    ("yogen teiri", "余弦定理"),  # all romaji: read as its kana
+    ("yogen teiri とは", "yogen teiri とは"),  # not all romaji: as typed
+    ("かんぜんすう", "かんぜんすう"),  # ぜんすう is only part of the run: not 全数
+    ("なんとうい", "なんとうい"),  # なんとう is not a word of its own here: not 南東
+    ("だいたい", "だいたい"),  # a word of its own to the tokenizer (大体): not 大隊
+    ("余弦定理", "余弦定理"),
+])
+def test_the_dense_query_writes_a_kana_term_as_the_site_does(surfaces_index, query, wording):
+    assert surfaces_index.dense_wording(query) == wording
+    surfaces_index.embedder.queries.clear()
+    surfaces_index.search(query, k=1)
+    assert surfaces_index.embedder.queries == [wording]
+
+
+def test_without_romaji_expansion_a_romaji_query_is_embedded_as_typed(surfaces_index):
+    from dataclasses import replace
+
+    settings = surfaces_index.settings
+    try:
+        surfaces_index.settings = replace(settings, expand_romaji=False)
+        assert surfaces_index.dense_wording("yogen teiri") == "yogen teiri"
+        assert surfaces_index.dense_wording("よげんていり") == "余弦定理"
+    finally:
+        surfaces_index.settings = settings
+

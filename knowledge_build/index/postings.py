@@ -199,5 +199,12 @@ class Postings:
         out[hit] = np.asarray(self.tf[start:end])[at[hit]]
         return out
 
+    def rows_of(self, field: str, token: str) -> np.ndarray:
+        """The rows that hold the token in the field, in row order (empty when none does)."""
+        found = self.token_id(field, token) if token and token != EMPTY_DOC else -1
+        if found < 0:
+            return np.zeros(0, dtype=np.int64)
+        return np.asarray(self.rows[int(self.indptr[found]):int(self.indptr[found + 1])])
+
     def row_length(self, field: str, rows: np.ndarray) -> np.ndarray:
         return np.asarray(self.lengths[self._slot(field)])[rows].astype(np.float64)

@@ -7,6 +7,7 @@ Japanese field, weighted) are fused (see ranking.py); each result carries a cali
 
 from __future__ import annotations
 
+import itertools
 import logging
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
@@ -19,7 +20,7 @@ from ..index.postings import Postings, from_token_lists
 from ..index.rows import ChunkRecords, Columns
 from ..index.verify import open_verified
 from ..model import Chunk
-from ..text.ja import analyze_query, nfkc
+from ..text.ja import ROMAJI, _katakana, _tagged, analyze_query, expansions, kana_spans, nfkc, normalize, term_surfaces
 from ..text.thesaurus import textbook_wording, thesaurus_terms
 from .filters import FilterVocabulary
 from .places import by_place
@@ -29,6 +30,8 @@ from .relevance import lexical_coverage, relevances
 MODES = ("hybrid", "dense", "lexical")
 # A question, not a document: longer queries are refused (QueryTooLong) before any work is done.
 MAX_QUERY_CHARS = 2_000
+# How many of the chunks that hold a kana term are read for the way the site writes it (_surface_of).
+SURFACE_ROWS = 20
 log = logging.getLogger("knowledge_build.search")
 
 
@@ -93,6 +96,7 @@ class KnowledgeIndex:
         self._postings = lexical if isinstance(lexical, Postings) else \
             from_token_lists(lexical["fields"] if len(chunks) else {}, ~self._parts)
         self._groups: dict = {}
+        self._surfaces: dict[str, str] = {}  # kana term -> how the site writes it (_surface_of)
 
     @classmethod
     def open(cls, path, embedder=None, settings: SearchSettings | None = None,
@@ -161,10 +165,8 @@ class KnowledgeIndex:
     def embed_query(self, query: str) -> np.ndarray | None:
         """The query's vector, or None when the embedder cannot be reached (search then degrades
         to the lexical channel with a warning instead of failing)."""
-        if self.settings.expand_thesaurus:
-            query = textbook_wording(query, self.settings.thesaurus_file)
         try:
-            vector = self._embedder.embed_query(nfkc(query))
+            vector = self._embedder.embed_query(self.dense_wording(query))
         except QueryEmbeddingFailed as exc:
             log.warning("the query embedder failed (%s); answering from the lexical channel only", exc)
             return None
@@ -172,6 +174,54 @@ class KnowledgeIndex:
             log.warning("the query embedder returned NaN or infinite values; answering from the lexical channel only")
             return None
         return vector
+
+    def dense_wording(self, query: str) -> str:
+        """The query as the dense model is given it: NFKC, the thesaurus's textbook wording of student
+        words, and a term typed in kana that the site writes in kanji written as the site writes it
+        (よげんていり -> 余弦定理, はんべつしきのつかいかた -> 判別式のつかいかた): the model reads the kanji term,
+        not its kana. A query all in romaji is read as its kana when that names such a term (yogen teiri
+        -> 余弦定理). The terms are the query's kana_terms (text/ja.py), the ones the lexical channel
+        matches, so a kana word the tagger knows (ちょうど) stays as typed."""
+        if self.settings.expand_thesaurus:
+            query = textbook_wording(query, self.settings.thesaurus_file)
+        query = nfkc(query)
+        if "kana_terms" not in self._postings.fields:
+            return query
+        written = self._kanji_terms(query)
+        if written == query and self.settings.expand_romaji and _all_romaji(query):
+            kana = expansions(query, {})[0]
+            written = self._kanji_terms(kana)
+            written = written if written != kana else query
+        return written
+
+    def _kanji_terms(self, text: str) -> str:
+        """`text` with each kana term that begins a word written as the site writes it."""
+        lowered = normalize(text)
+        if len(lowered) != len(text):  # positions would not match (a rare case of lower-casing)
+            return text
+        spans = kana_spans(lowered, self._known_token)
+        words = {(start, end) for start, end, lemma in _tagged(lowered) if lemma} if spans else set()
+        for start, end in reversed(spans):
+            whole = _bounded(lowered, start, end) and (start, end) not in words
+            surface = self._surface_of(_katakana(lowered[start:end])) if whole else ""
+            if surface:
+                text = text[:start] + surface + text[end:]
+        return text
+
+    def _known_token(self, field: str, token: str) -> bool:
+        return self._postings.token_id(field, token) >= 0
+
+    def _surface_of(self, reading: str) -> str:
+        """How the site writes the kana term `reading` (a kana_terms token), read from the chunks
+        that hold it: the first of their titles that has it, else the first of their texts; '' when
+        none does (remembered per reading)."""
+        if reading not in self._surfaces:
+            rows = self._postings.rows_of("kana_terms", reading)
+            titles = (self.chunks[int(r)].title for r in rows[:SURFACE_ROWS])
+            texts = (self.chunks[int(r)].content for r in rows[:SURFACE_ROWS])
+            self._surfaces[reading] = next((found for text in itertools.chain(titles, texts)
+                                            if (found := term_surfaces(text).get(reading))), "")
+        return self._surfaces[reading]
 
     def rank(self, query: str, qvec: np.ndarray, k: int, filters: dict, mode: str = "hybrid",
              min_similarity: float | None = None, dense: dict[int, float] | None = None,
@@ -286,12 +336,7 @@ class KnowledgeIndex:
         settings = self.settings
         english = _english_terms() if settings.expand_english else {}
         synonyms = thesaurus_terms(query, settings.thesaurus_file) if settings.expand_thesaurus else []
-        postings = self._postings
-        if "kana_terms" in postings.fields:
-            def known(field: str, token: str) -> bool:
-                return postings.token_id(field, token) >= 0
-        else:
-            known = None
+        known = self._known_token if "kana_terms" in self._postings.fields else None
         return analyze_query(query, english, romaji=settings.expand_romaji, synonyms=synonyms, known_token=known)
 
     def _lexical_scores(self, query: str, allowed, fields: dict[str, list[str]] | None = None) -> dict[int, float]:
@@ -355,6 +400,25 @@ class KnowledgeIndex:
         if self.site_url:
             where["absolute_url"] = self.absolute_url(url)
         return where
+
+
+def _all_romaji(text: str) -> bool:
+    """Whether `text` is nothing but romaji words (yogen teiri; not sin, cos or 2x)."""
+    words = normalize(text).split()
+    return bool(words) and all(len(w) > 1 and ROMAJI.fullmatch(w) for w in words)
+
+
+# Particles around which a stretch of kana is a word of its own (はんべつしきのつかいかた, しすうほうそくって).
+_PARTICLES = frozenset("のをはがとでにもやへっ")
+
+
+def _bounded(text: str, start: int, end: int) -> bool:
+    """Whether the kana term found at text[start:end] is a word of its own: each side at the edge of its
+    run of kana or next to a particle. Not so where the rest of the run is left unexplained
+    (かんぜんすう: ぜんすう is not 全数; なんとうい: なんとう is not 南東)."""
+    before = start == 0 or text[start - 1] in _PARTICLES or not _katakana(text[start - 1])
+    after = end == len(text) or text[end] in _PARTICLES or not _katakana(text[end])
+    return before and after
 
 
 @lru_cache(maxsize=1)

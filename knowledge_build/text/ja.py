@@ -45,7 +45,7 @@ KANA_N = 2  # length of the kana character n-grams
 _KANJI_DIGITS = {"〇": 0, "零": 0, "一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _KANJI_UNITS = {"十": 10, "百": 100, "千": 1000}
 # A word of Hepburn syllables (a doubled consonant is a small っ); English words rarely fit.
-_ROMAJI = re.compile(r"(?:(?:ky|gy|sh|ch|ts|ny|hy|by|py|my|ry|j|[kgsztdnhbpmyrwf])?[aiueo]"
+ROMAJI = re.compile(r"(?:(?:ky|gy|sh|ch|ts|ny|hy|by|py|my|ry|j|[kgsztdnhbpmyrwf])?[aiueo]"
                      r"|n(?![aiueoy])|([kgstdhbpmrfjcz])(?=\1)|t(?=ch))+")
 
 
@@ -206,6 +206,32 @@ def _sub_runs(nouns: list[str]) -> list[str]:
     return out
 
 
+def term_surfaces(text: str) -> dict[str, str]:
+    """The kana terms of `text` (analyze's kana_terms: readings of nouns and of runs of adjacent nouns)
+    with how the text writes each, the first time: {"ハンベツシキ": "判別式", "ニジホウテイシキ": "2次方程式"}
+    (the text is normalised, so numerals are as NFKC leaves them)."""
+    found: dict[str, str] = {}
+    nouns: list[tuple[str, str]] = []  # (reading, surface) of the run of nouns just before
+
+    def flush() -> None:
+        for start in range(len(nouns)):
+            for end in range(start + 1, min(len(nouns), start + MAX_TERM_WORDS) + 1):
+                reading = "".join(k for k, _ in nouns[start:end])
+                if len(reading) > 1:
+                    found.setdefault(reading, "".join(s for _, s in nouns[start:end]))
+        nouns.clear()
+
+    for word in _words(normalize(text)):
+        kana = getattr(word.feature, "kana", None)
+        kana = kana if kana and kana != "*" else _katakana(word.surface)
+        if word.feature.pos1 in _TERM_POS and kana:
+            nouns.append((kana, word.surface))
+        else:
+            flush()
+    flush()
+    return found
+
+
 _KANA_RUN = re.compile(r"[ぁ-ゖー]+|[ァ-ヺー]+")  # a run of hiragana or of katakana
 
 
@@ -322,7 +348,7 @@ def _analyze_kana_terms(text: str, known_token) -> dict[str, list[str]]:
 def expansions(query: str, english: dict[str, str], romaji: bool = True) -> list[str]:
     words = re.findall(r"[a-z]+", normalize(query).replace("'", ""))
     out = []
-    romaji_words = [w for w in words if len(w) > 1 and _ROMAJI.fullmatch(w)] if romaji else []
+    romaji_words = [w for w in words if len(w) > 1 and ROMAJI.fullmatch(w)] if romaji else []
     if romaji_words:
         import jaconv
 
