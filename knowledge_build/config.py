@@ -60,6 +60,7 @@ class Config:
     sections: str = "all"  # off | unanchored | all: see SECTION_MODES
     artifact_schema: int = 2  # the artifact set a build writes: 2 (memory-mapped, knowledge/v2) or 1 (knowledge/v1)
     dense_index: str = "auto"  # v2: exact | ivf | auto (exact up to exact_max_rows chunks, IVF above)
+    search_box: bool = True  # v2: write the browser search bundle (knowledge-search.*) into the set
     exact_max_rows: int = 50_000
     store: str | None = None  # the writable store (notes, web sources): a SQLite file or a postgresql:// URL
     max_pages: int = 50  # sources crawl: pages fetched from one index page at most
@@ -89,7 +90,7 @@ _FIELDS = {f.name for f in fields(Config)} - {"sources"}
 # Every setting has its environment variable: KB_ and the setting's name in capitals (KB_CACHE_DIR).
 _ENV = {f"KB_{name.upper()}": name for name in sorted(_FIELDS)}
 _COUNTS = ("max_pages", "crawl_concurrency", "progress_interval", "retrieval_count", "exact_max_rows")  # integers >= 1
-_FLAGS = ("respect_robots_txt", "rag_enabled", "show_sources")
+_FLAGS = ("respect_robots_txt", "rag_enabled", "show_sources", "search_box")
 _FRACTIONS = ("relevance_threshold", "similarity_threshold")  # 0..1
 DEBUG_LOG_LEVELS = ("off", "info", "debug")
 _PATHS = ("site", "output", "cache_dir", "glossary", "thesaurus", "generated_learns", "index", "notes")

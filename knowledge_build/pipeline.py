@@ -252,13 +252,23 @@ def build(config: Config, embedder=None, progress: bool = False, strict: bool = 
                                  site_info)
         else:
             postings = lexical_postings(chunks, token_cache, progress=progress, foreign=extraction.foreign)
+            bundle = search_box_files(chunks, config, token_cache) if config.search_box else None
             artifacts = assemble_v2(chunks, vectors, postings, ANALYZER, describe(embedder), site_info,
-                                    config.dense_index, config.exact_max_rows, Path(config.cache_dir))
+                                    config.dense_index, config.exact_max_rows, Path(config.cache_dir),
+                                    extra_files=bundle)
     write_artifacts(artifacts, output)  # ArtifactWriteFailed (previous set untouched) on any OS error
     write_latest(output, artifacts)
     remember(Path(config.cache_dir), output, digest, artifacts.build_id, extraction.diagnostics, extraction.summary)
     return BuildResult(output, artifacts, chunks, extraction.diagnostics, stats,
                        time.perf_counter() - started, extraction.summary, site.note)
+
+
+def search_box_files(chunks: list[Chunk], config: Config, cache: TokenCache | None = None) -> dict[str, bytes]:
+    """The browser search bundle's files (browser/bundle.py), with the site's thesaurus."""
+    from .browser.bundle import bundle_files
+    from .text.thesaurus import load_thesaurus
+
+    return bundle_files(chunks, load_thesaurus(config.thesaurus), cache)
 
 
 def _kept(output: Path, build_id: str, diagnostics: list[Diagnostic], started: float) -> BuildResult:

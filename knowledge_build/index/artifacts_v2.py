@@ -114,8 +114,9 @@ def stored_norms(vectors: np.ndarray, block: int = 8192) -> np.ndarray:
 
 def assemble(chunks, vectors: np.ndarray, postings, analyzer: str, embedder_info: dict, site_info: dict,
              dense_index: str = "auto", exact_max_rows: int = EXACT_MAX_ROWS, cache_dir: Path | None = None,
-             columns: Columns | None = None) -> ArtifactSet:
-    """Every file of a v2 set, in memory. Refuses NaN or infinite vectors (naming the chunk)."""
+             columns: Columns | None = None, extra_files: dict[str, bytes] | None = None) -> ArtifactSet:
+    """Every file of a v2 set, in memory. Refuses NaN or infinite vectors (naming the chunk).
+    `extra_files`: more files of the set (the search box's bundle), listed in the manifest like the rest."""
     vectors = checked_vectors(chunks, vectors, embedder_info["dim"])
     columns = columns or Columns.from_chunks(chunks)
     lines = [chunk_line(c) for c in chunks]
@@ -130,6 +131,7 @@ def assemble(chunks, vectors: np.ndarray, postings, analyzer: str, embedder_info
     files = {CHUNKS: b"".join(lines), ROWS: npy_bytes(rows), COLUMNS: dumps(columns.to_json()),
              VECTORS: vectors_file(vectors, kind, cache_dir)}
     files.update(lexical_files(postings))
+    files.update(extra_files or {})
     dense = {"index": kind, "dtype": "float16"}
     if kind == "ivf":
         dense["lists"], dense["probes"] = ivf_shape(len(chunks))

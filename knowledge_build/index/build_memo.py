@@ -27,7 +27,8 @@ from ..errors import KnowledgeBuildError
 log = logging.getLogger("knowledge_build.build")
 MEMO_DIR = "builds"
 _SHAPING = ("baseurl", "sections", "box_classes", "boxes", "exclude", "missing_id", "prefix_mismatch", "artifact_schema",
-            "dense_index", "exact_max_rows", "embedder", "embedding_model", "embedding_dimensions", "base_url")
+            "dense_index", "exact_max_rows", "embedder", "embedding_model", "embedding_dimensions", "base_url",
+            "search_box", "thesaurus")
 
 
 def inputs_digest(config, site, pages: list[Path], embedder_info: dict | None, learns_file: Path) -> str:
@@ -49,6 +50,8 @@ def inputs_digest(config, site, pages: list[Path], embedder_info: dict | None, l
     if data.is_dir():
         files += sorted(p for p in data.rglob("*") if p.is_file())
     files.append(learns_file)
+    if getattr(config, "thesaurus", None) is not None and getattr(config, "search_box", False):
+        files.append(Path(config.thesaurus))  # the search box's bundle holds the site's thesaurus
     for path in files:
         digest.update(b"\0" + str(path).encode("utf-8", "surrogateescape") + b"\0")
         try:

@@ -1,0 +1,188 @@
+"""The browser search's analysis: what the build indexes and what static/knowledge-search.js computes
+for a query, rule for rule, so both sides produce the same terms (tests/test_browser_analysis.py runs
+the two on the same strings).
+
+No tokenizer reaches the browser; the site's own vocabulary does, a piece at a time:
+- fold (both sides): NFKC, lower case, each run of kanji numerals as its number (二次 -> 2次,
+  二十 -> 20), hiragana as katakana (たすき -> タスキ);
+- a chunk's terms (build time, with the tokenizer, analyze_document): `body`, the folded surface of
+  each word that carries meaning (particles, auxiliaries and punctuation left out), and `reading`, the
+  katakana readings of its words and of its runs of nouns (the lexical channel's kana terms: 判別式 ->
+  ハンベツシキ);
+- a query's terms (query_terms): wherever a term of the vocabulary begins at a position of the folded
+  query, it is a body term (a term of one kana, or one that cuts an ASCII word, is not); the longest
+  such readings of at least MIN_READING kana, inside no longer one, are its reading terms, and the
+  body terms inside them are dropped (さんかくひ is 三角比, not サン and カク). So a query
+  is cut where the site's own words are, 「二次方程式の解き方」 -> 2, 次, 方程, 式, 解キ, 方, and
+  「はんべつしき」 meets 判別式 by its reading. The vocabulary is fetched by the first character of its
+  terms (bundle.py), so only the pieces a query's characters name are read.
+A query also gets the kana of its romaji words (tasukigake -> タスキガケ, read together as the lexical
+channel reads them), the Japanese of its English school terms (expected value -> 期待値, the lexical
+channel's glossary) and the textbook terms of the thesaurus's student wordings (ルート -> 平方根).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from ..text.ja import ROMAJI, nfkc
+
+_DIGITS = {c: i for i, c in enumerate("〇一二三四五六七八九")}
+_UNITS = {"十": 10, "百": 100, "千": 1000}
+_NUMERAL = re.compile("[〇一二三四五六七八九十百千]+")
+_WORD = re.compile("[a-z]+")
+
+# Romaji syllables (Hepburn and the common kunrei spellings) in katakana; the longest spelling is read first.
+_VOWELS = "aiueo"
+_ONSETS = {
+    "": "アイウエオ", "k": "カキクケコ", "g": "ガギグゲゴ", "s": ["サ", "シ", "ス", "セ", "ソ"], "z": "ザジズゼゾ",
+    "t": ["タ", "チ", "ツ", "テ", "ト"], "d": "ダヂヅデド", "n": "ナニヌネノ", "h": "ハヒフヘホ", "b": "バビブベボ",
+    "p": "パピプペポ", "m": "マミムメモ", "y": ["ヤ", "イ", "ユ", "イェ", "ヨ"], "r": "ラリルレロ",
+    "w": ["ワ", "ウィ", "ウ", "ウェ", "ヲ"], "f": ["ファ", "フィ", "フ", "フェ", "フォ"],
+    "j": ["ジャ", "ジ", "ジュ", "ジェ", "ジョ"], "sh": ["シャ", "シ", "シュ", "シェ", "ショ"],
+    "ch": ["チャ", "チ", "チュ", "チェ", "チョ"], "ts": ["ツァ", "ツィ", "ツ", "ツェ", "ツォ"],
+}
+for _onset, _row in (("ky", "キ"), ("gy", "ギ"), ("ny", "ニ"), ("hy", "ヒ"), ("by", "ビ"), ("py", "ピ"),
+                     ("my", "ミ"), ("ry", "リ")):
+    _ONSETS[_onset] = [_row + "ャ", _row + "ィ", _row + "ュ", _row + "ェ", _row + "ョ"]
+SYLLABLES = {onset + vowel: kana[i] for onset, kana in _ONSETS.items() for i, vowel in enumerate(_VOWELS)}
+
+
+def fold(text: str) -> str:
+    """NFKC (superscripts and subscripts as ^ and _ runs first, as text/ja.py's nfkc: -3² is -3^2), lower
+    case, kanji numerals as numbers, hiragana as katakana."""
+    text = nfkc(text).lower()
+    text = _NUMERAL.sub(lambda m: str(kanji_number(m.group())), text)
+    return "".join(chr(ord(c) + 0x60) if "\u3041" <= c <= "\u3096" else c for c in text)
+
+
+def kanji_number(text: str) -> int:
+    """二 -> 2, 十二 -> 12, 二百五 -> 205; a run of digits only is read positionally (二〇 -> 20)."""
+    if all(c in _DIGITS for c in text):
+        return int("".join(str(_DIGITS[c]) for c in text))
+    total, digit = 0, 0
+    for c in text:
+        if c in _DIGITS:
+            digit = digit * 10 + _DIGITS[c]
+        else:
+            total += (digit or 1) * _UNITS[c]
+            digit = 0
+    return total + digit
+
+
+def romaji_kana(text: str) -> str:
+    """The katakana of the romaji words of `text`, read together ('' when it has none): yogen teiri -> ヨゲンテイリ."""
+    words = [w for w in _WORD.findall(fold(text)) if len(w) > 1 and ROMAJI.fullmatch(w)]
+    return "".join(_to_kana(w) for w in words)
+
+
+def _to_kana(word: str) -> str:
+    out, i = [], 0
+    while i < len(word):
+        for size in (3, 2, 1):
+            piece = word[i:i + size]
+            if len(piece) == size and piece in SYLLABLES:
+                out.append(SYLLABLES[piece])
+                i += size
+                break
+        else:
+            c = word[i]
+            nxt = word[i + 1:i + 2]
+            if c == "n":
+                out.append("ン")
+            elif nxt == c or (c == "t" and nxt == "c"):
+                out.append("ッ")
+            else:
+                out.append(c)
+            i += 1
+    return "".join(out)
+
+
+MIN_READING = 3  # the shortest reading a query's kana are matched with (ハン, シキ alone say little)
+_SKIP_POS = {"補助記号", "空白", "助詞", "助動詞"}
+
+
+def _is_kana(c: str) -> bool:
+    return "\u30a1" <= c <= "\u30fa" or c == "\u30fc"
+
+
+def analyze_document(text: str) -> dict[str, list[str]]:
+    """A chunk's body and reading terms, in order, repeats kept (the build counts them); one pass of
+    the tokenizer over the text as written (hiragana tells it the particles)."""
+    from ..text.ja import _TERM_POS, _katakana, _sub_runs, _words, normalize
+
+    body: list[str] = []
+    reading: list[str] = []
+    nouns: list[str] = []  # the readings of the run of nouns just before
+    for word in _words(normalize(text)):
+        feature = word.feature
+        kana = getattr(feature, "kana", None)
+        kana = kana if kana and kana != "*" else _katakana(word.surface)
+        if feature.pos1 in _TERM_POS and kana:
+            nouns.append(kana)
+        else:
+            reading += [r for r in _sub_runs(nouns) if r not in nouns]
+            nouns = []
+        if feature.pos1 in _SKIP_POS or not word.surface.strip():
+            continue
+        body.append(fold(word.surface))
+        if len(kana) > 1:
+            reading.append(kana)
+    reading += [r for r in _sub_runs(nouns) if r not in nouns]
+    return {"body": [t for t in body if t], "reading": reading}
+
+
+def query_texts(query: str, thesaurus: dict[str, list[str]], english: dict[str, str]) -> list[str]:
+    """The folded texts a query's terms are found in: the query, its romaji words' kana, the Japanese of
+    its English school terms (`english`: phrase -> terms, the lexical channel's glossary), its thesaurus
+    terms."""
+    folded = fold(query)
+    texts = [folded, romaji_kana(query)]
+    phrase = f" {' '.join(_WORD.findall(folded.replace(chr(39), '')))} "
+    texts += [fold(terms) for words, terms in sorted(english.items()) if f" {words} " in phrase]
+    texts += [fold(term) for wording in thesaurus_wordings(folded, thesaurus) for term in thesaurus[wording]]
+    return [t for t in texts if t]
+
+
+def query_terms(query: str, thesaurus: dict[str, list[str]], english: dict[str, str],
+                starting) -> tuple[list[str], list[str]]:
+    """(body terms, reading terms) of a query, each distinct, in order of position. `starting(c)`: the
+    vocabulary's terms that begin with the character c (any field)."""
+    body: list[str] = []
+    reading: list[str] = []
+    for text in query_texts(query, thesaurus, english):
+        spans = []
+        for i, c in enumerate(text):
+            for term in starting(c):
+                if text.startswith(term, i):
+                    spans.append((i, i + len(term), term))
+        kana = [s for s in spans if s[1] - s[0] >= MIN_READING and all(_is_kana(c) for c in s[2])]
+        read = [(a, b, t) for a, b, t in kana if not any(o[0] <= a and b <= o[1] and o[1] - o[0] > b - a for o in kana)]
+        reading += [t for _, _, t in read]
+        for start, end, term in spans:
+            # Kana read as a term are that term, not the words its pieces spell (さんかくひ: not サン, カク).
+            inside = any(a <= start and end <= b and (start, end) != (a, b) for a, b, _ in read)
+            if (len(term) > 1 or not _is_kana(term)) and not _cuts_ascii(text, start, end) and not inside:
+                body.append(term)
+    return list(dict.fromkeys(body)), list(dict.fromkeys(reading))
+
+
+def _cuts_ascii(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] begins or ends inside a run of ASCII letters or of digits (cos2θ may be cut
+    into cos and 2, as the tokenizer cuts it; cos into c and os may not)."""
+    def same(a: str, b: str) -> bool:
+        return a.isascii() and b.isascii() and ((a.isalpha() and b.isalpha()) or (a.isdigit() and b.isdigit()))
+    return (start > 0 and same(text[start - 1], text[start])) or (end < len(text) and same(text[end - 1], text[end]))
+
+
+def thesaurus_wordings(folded: str, thesaurus: dict[str, list[str]]) -> list[str]:
+    """The wordings found in a folded query, but not one found only inside a longer found one."""
+    spans = []
+    for wording in sorted(thesaurus):
+        start = folded.find(wording)
+        while wording and start >= 0:
+            spans.append((start, start + len(wording), wording))
+            start = folded.find(wording, start + 1)
+    kept = [s for s in spans if not any(o != s and o[0] <= s[0] and s[1] <= o[1] for o in spans)]
+    return list(dict.fromkeys(w for _, _, w in sorted(kept)))

@@ -1,0 +1,235 @@
+"""The search box's static bundle: files the build writes into the artifact set, which the site serves
+as they are and static/knowledge-search.js reads in the browser.
+
+Files (flat in the set directory, each listed in the manifest like every other file):
+  knowledge-search.json            the entry point: counts, fields, weights, filter values, thesaurus, and
+                                   the names of the other files (fetched only when a query needs them)
+  knowledge-search.js, …-ui.js …   the modules and styles of static/, copied byte for byte
+  knowledge-search-t<hash>.bin     term shards: each term's postings per field, in the shard the FNV-1a
+                                   hash of its first character picks, so a query fetches only the shards
+                                   of its characters (analysis.py: the vocabulary is read where a term
+                                   may begin)
+  knowledge-search-r<hash>.json    display records (id, url, title, type, level, learns, excerpt) of
+                                   RECORD_ROWS consecutive rows, fetched only for the results shown
+  knowledge-search-p<hash>.bin     per row: its place (results of one place are grouped), type, level
+File names carry the first 8 hex digits of their content's sha256, so a server may let browsers cache
+them forever; the entry point's name is fixed and it changes whenever anything else does.
+
+Scores are BM25 (k1 1.5, b 0.75, as the lexical channel) computed at build time per term, field and
+row, and stored as one byte (`q`, 0–255) with a per-field scale: a query sums weight × scale × q, so
+the browser needs no lengths or statistics. Shard layout (little-endian, varints are LEB128):
+  per term, sorted by term: varint len, term (UTF-8); then per field: varint n, n varint row deltas
+  (the first from row 0), n bytes q.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from importlib import resources
+
+import numpy as np
+
+from ..index.postings import B, K1, PostingsBuilder
+from ..kinds import BY_TYPE, TYPES
+from ..search.ranking import SearchSettings
+from .analysis import analyze_document, fold
+
+FORMAT = "knowledge-search/1"
+PREFIX = "knowledge-search"
+ENTRY = f"{PREFIX}.json"
+FIELDS = ("body", "reading", "title")
+# body: the chunk's text; reading: the tokenizer's kana reading of it (the lexical channel's kana2
+# field), which kana and romaji queries match; title: page and box titles. docs/retrieval.md,
+# "The search box", has the sweep behind them.
+WEIGHTS = {"body": 1.0, "reading": 1.0, "title": 0.5}
+SHARD_BYTES = 2048  # the shards' mean size the count is chosen for
+MAX_SHARDS = 4096
+RECORD_ROWS = 8
+TYPE_LABELS = {"rule": "ルール", "method": "解き方", "definition": "定義", "tip": "コツ", "example": "例題",
+               "section": "解説", "table": "表"}
+
+
+def fnv1a(text: str) -> int:
+    """32-bit FNV-1a of the UTF-8 bytes (the browser computes the same)."""
+    h = 0x811C9DC5
+    for byte in text.encode("utf-8"):
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def varints(values: np.ndarray) -> bytes:
+    """LEB128 of non-negative integers, vectorised."""
+    values = np.asarray(values, dtype=np.uint64)
+    if not len(values):
+        return b""
+    sizes = np.ones(len(values), dtype=np.int64)
+    for shift in (7, 14, 21, 28, 35):
+        sizes += values >= (1 << shift)
+    ends = np.cumsum(sizes)
+    out = np.zeros(int(ends[-1]), dtype=np.uint8)
+    starts = ends - sizes
+    for j in range(int(sizes.max())):
+        has = sizes > j
+        more = (sizes[has] > j + 1).astype(np.uint8) << 7
+        out[starts[has] + j] = ((values[has] >> np.uint64(7 * j)) & np.uint64(0x7F)).astype(np.uint8) | more
+    return out.tobytes()
+
+
+def _varint(value: int) -> bytes:
+    return varints(np.array([value]))
+
+
+def _impacts(postings, field: str, slot: int, n_rows: int):
+    """{term: (rows, q)} of one field of `postings` and the field's scale (score = scale × q)."""
+    vocab, offsets = postings.vocab, np.asarray(postings.offsets)
+    prefix = f"{field}\x1f".encode()
+    keys = [bytes(vocab[offsets[i]:offsets[i + 1]]) for i in range(len(offsets) - 1)]
+    chosen = [i for i, k in enumerate(keys) if k.startswith(prefix)]
+    lengths = np.asarray(postings.lengths[slot], dtype=np.float64)
+    mean = float(lengths.sum()) / max(1, n_rows)
+    norm = K1 * (1 - B + B * lengths / mean) if mean else np.ones(n_rows)
+    raw = {}
+    top = 0.0
+    for i in chosen:
+        start, end = int(postings.indptr[i]), int(postings.indptr[i + 1])
+        rows = np.asarray(postings.rows[start:end], dtype=np.int64)
+        tf = np.asarray(postings.tf[start:end], dtype=np.float64)
+        df = end - start
+        idf = math.log(1.0 + (n_rows - df + 0.5) / (df + 0.5))
+        score = idf * tf * (K1 + 1) / (tf + norm[rows])
+        raw[keys[i][len(prefix):].decode()] = (rows, score)
+        top = max(top, float(score.max()))
+    scale = top / 255 if top else 1.0
+    return {term: (rows, np.clip(np.rint(score / scale), 1, 255).astype(np.uint8))
+            for term, (rows, score) in raw.items()}, scale
+
+
+ANALYZER = "browser/body,reading/1"  # the token cache's name for analyze_document's fields
+
+
+def _postings(chunks, cache=None):
+    """Postings of every chunk's body, reading and title terms (analysis.py; from the token cache when it
+    has them)."""
+    from ..pipeline import lexical_text
+    from ..text.token_cache import analyze_cached
+
+    texts = [lexical_text(c) for c in chunks]
+    titles = [" ".join((c.material_title, *c.parents, c.title)) for c in chunks]
+    builder = PostingsBuilder(FIELDS)
+    for start in range(0, len(chunks), 2000):
+        body = analyze_cached(texts[start:start + 2000], analyze_document, ANALYZER, ("body", "reading"), cache)
+        title = analyze_cached(titles[start:start + 2000], analyze_document, ANALYZER, ("body", "reading"), cache)
+        for doc, head in zip(body, title):
+            builder.add({"body": doc["body"], "reading": doc["reading"],
+                         "title": list(dict.fromkeys(head["body"] + head["reading"]))})
+    return builder.finish(np.ones(len(chunks), dtype=bool))
+
+
+def english_terms() -> dict[str, str]:
+    from ..search.knowledge_index import _english_terms
+
+    return _english_terms()
+
+
+def _type_weight(type_: str) -> float:
+    """The lexical channel's prior for a type (ranking.py's type_weights without a query)."""
+    settings = SearchSettings()
+    return {"example": settings.example_weight, "section": settings.section_weight,
+            "table": settings.table_weight}.get(type_, 1.0)
+
+
+EXTENSIONS = {"t": "bin", "r": "json", "p": "bin"}
+
+
+def file_name(kind: str, digest: str) -> str:
+    """The name of a bundle file of a kind (t: term shard, r: records, p: places) from its digest; the
+    entry point lists digests only (knowledge-search.js makes the same names)."""
+    return f"{PREFIX}-{kind}{digest}.{EXTENSIONS[kind]}"
+
+
+def _named(kind: str, data: bytes, ext: str = "") -> str:
+    return hashlib.sha256(data).hexdigest()[:8]
+
+
+def _json(value) -> bytes:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], cache=None) -> dict[str, bytes]:
+    """Every file of the bundle, by name. `thesaurus`: wording -> textbook terms (text/thesaurus.py's
+    load_thesaurus); `cache`: the build's TokenCache (a rebuild then analyses only changed chunks)."""
+    n = len(chunks)
+    postings = _postings(chunks, cache)
+    fields = {}
+    scales = []
+    for slot, name in enumerate(FIELDS):
+        fields[name], scale = _impacts(postings, name, slot, n)
+        scales.append(scale)
+    files: dict[str, bytes] = {}
+    shard_names = _term_shards(fields, files)
+    record_names = []
+    for start in range(0, n, RECORD_ROWS):
+        data = _json([[c.id, c.url, c.title, c.type, c.level, list(c.learns), c.excerpt]
+                      for c in chunks[start:start + RECORD_ROWS]])
+        digest = _named("r", data)
+        files[file_name("r", digest)] = data
+        record_names.append(digest)
+    types = [t for t in TYPES if any(c.type == t for c in chunks)]
+    levels = sorted({c.level for c in chunks if c.level})
+    first: dict[str, int] = {}
+    place = np.array([row - first.setdefault(c.url, row) for row, c in enumerate(chunks)], dtype=np.int64)
+    codes = bytes(types.index(c.type) if c.type in types else 255 for c in chunks) + \
+        bytes(levels.index(c.level) if c.level in levels else 255 for c in chunks)
+    rows = varints(place) + codes
+    rows_name = _named("p", rows)
+    files[file_name("p", rows_name)] = rows
+    for name, data in static_files().items():
+        files[name] = data
+    entry = {
+        "format": FORMAT, "rows": n, "fields": list(FIELDS), "weights": [WEIGHTS[f] for f in FIELDS],
+        "scales": scales, "shards": shard_names, "records": {"rows": RECORD_ROWS, "files": record_names},
+        "places": rows_name,
+        "types": [{"value": t, "label": TYPE_LABELS.get(t, t), "weight": _type_weight(t),
+                   "words": [fold(w) for w in BY_TYPE[t].words] if t in BY_TYPE else []} for t in types],
+        "intent_boost": SearchSettings.intent_boost,
+        "levels": [{"value": v, "label": v} for v in levels],
+        "thesaurus": {fold(w): list(ts) for w, ts in sorted(thesaurus.items())},
+        "english": {slug.replace("-", " "): terms for slug, terms in sorted(english_terms().items())},
+    }
+    files[ENTRY] = _json(entry)
+    return files
+
+
+def _term_shards(fields: dict, files: dict[str, bytes]) -> list[str]:
+    """Write the term shards into `files`; their names, by shard number."""
+    every = sorted(set().union(*(f.keys() for f in fields.values())))
+    encoded = {}
+    for term in every:
+        parts = [_varint(len(term.encode("utf-8"))), term.encode("utf-8")]
+        for name in FIELDS:
+            rows, q = fields[name].get(term, (np.zeros(0, np.int64), np.zeros(0, np.uint8)))
+            parts += [_varint(len(rows)), varints(np.diff(rows, prepend=0)), q.tobytes()]
+        encoded[term] = b"".join(parts)
+    total = sum(len(v) for v in encoded.values())
+    count = 1
+    while count < MAX_SHARDS and total / count > SHARD_BYTES:
+        count *= 2
+    shards: list[list[bytes]] = [[] for _ in range(count)]
+    for term in every:
+        shards[fnv1a(term[0]) % count].append(encoded[term])
+    names = []
+    for parts in shards:
+        data = b"".join(parts)
+        digest = _named("t", data)
+        files[file_name("t", digest)] = data
+        names.append(digest)
+    return names
+
+
+def static_files() -> dict[str, bytes]:
+    """The modules and styles of static/, by file name."""
+    folder = resources.files("knowledge_build.browser").joinpath("static")
+    return {item.name: item.read_bytes() for item in sorted(folder.iterdir(), key=lambda i: i.name)
+            if item.is_file() and item.name.startswith(PREFIX)}

@@ -1,0 +1,141 @@
+"""The search box's ranking in Python, over a written bundle: what static/knowledge-search.js does in the
+browser, step for step (the benches score it without a browser; the tests hold the two to the same
+results)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .analysis import fold, query_terms
+from .bundle import ENTRY, FIELDS, file_name, fnv1a
+
+
+def type_weights(query: str, entry: dict) -> list[float]:
+    """Per type code, the multiplier of a row's score for this query: the type's prior, and the intent
+    boost for the one type the query names (an example named lifts examples to weight 1); 1 for a row
+    of no known type (code 255)."""
+    folded = fold(query)
+    named = [i for i, t in enumerate(entry["types"]) if any(w in folded for w in t["words"])]
+    weights = [t["weight"] for t in entry["types"]]
+    if len(named) == 1:
+        wanted = named[0]
+        weights[wanted] = 1.0 if entry["types"][wanted]["value"] == "example" else entry["intent_boost"]
+    return weights + [1.0] * (256 - len(weights))
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
+
+
+def read_shard(data: bytes) -> dict[str, list[tuple[list[int], bytes]]]:
+    """term -> per field (rows, q) of one term shard."""
+    out, at = {}, 0
+    while at < len(data):
+        size, at = _varint(data, at)
+        term = data[at:at + size].decode("utf-8")
+        at += size
+        per_field = []
+        for _ in FIELDS:
+            n, at = _varint(data, at)
+            rows, row = [], 0
+            for _ in range(n):
+                delta, at = _varint(data, at)
+                row += delta
+                rows.append(row)
+            per_field.append((rows, data[at:at + n]))
+            at += n
+        out[term] = per_field
+    return out
+
+
+@dataclass
+class BrowserResult:
+    row: int
+    id: str
+    url: str
+    title: str
+    type: str
+    level: str
+    score: float
+
+
+class BrowserIndex:
+    """A bundle read from a set directory, ranked as the browser ranks it."""
+
+    def __init__(self, directory: Path):
+        self.dir = Path(directory)
+        self.entry = json.loads((self.dir / ENTRY).read_bytes())
+        self._shards: dict[int, dict] = {}
+        data = (self.dir / file_name("p", self.entry["places"])).read_bytes()
+        n, at, self.place = self.entry["rows"], 0, []
+        for row in range(n):
+            delta, at = _varint(data, at)
+            self.place.append(row - delta)
+        self.type_codes, self.level_codes = data[at:at + n], data[at + n:at + 2 * n]
+        self._records: dict[int, list] = {}
+
+    def _shard(self, number: int) -> dict:
+        if number not in self._shards:
+            self._shards[number] = read_shard((self.dir / file_name("t", self.entry["shards"][number])).read_bytes())
+        return self._shards[number]
+
+    def starting(self, char: str) -> list[str]:
+        """The vocabulary's terms that begin with `char`."""
+        shard = self._shard(fnv1a(char) % len(self.entry["shards"]))
+        return [t for t in shard if t[0] == char]
+
+    def scores(self, query: str) -> dict[int, float]:
+        entry = self.entry
+        body, reading = query_terms(query, entry["thesaurus"], entry["english"], self.starting)
+        scores: dict[int, float] = {}
+        for slot, (weight, scale) in enumerate(zip(entry["weights"], entry["scales"])):
+            unit = weight * scale
+            field = FIELDS[slot]
+            for term in (reading if field == "reading" else body + reading if field == "title" else body):
+                found = self._shard(fnv1a(term[0]) % len(entry["shards"]))[term]
+                rows, q = found[slot]
+                for row, value in zip(rows, q):
+                    scores[row] = scores.get(row, 0.0) + unit * value
+        return scores
+
+    def search(self, query: str, k: int = 5, type: str | None = None, level: str | None = None) -> list[BrowserResult]:
+        """The first `k` places, each led by its best row."""
+        types = [t["value"] for t in self.entry["types"]]
+        levels = [v["value"] for v in self.entry["levels"]]
+        scores = self.scores(query)
+        if type is None:
+            weights = type_weights(query, self.entry)
+            scores = {r: s * weights[self.type_codes[r]] for r, s in scores.items()}
+        if type is not None:
+            code = types.index(type) if type in types else -1
+            scores = {r: s for r, s in scores.items() if self.type_codes[r] == code}
+        if level is not None:
+            code = levels.index(level) if level in levels else -1
+            scores = {r: s for r, s in scores.items() if self.level_codes[r] == code}
+        seen, leads = set(), []
+        for row in sorted(scores, key=lambda r: (-scores[r], r)):
+            if self.place[row] in seen:
+                continue
+            seen.add(self.place[row])
+            leads.append(row)
+            if len(leads) == k:
+                break
+        return [self._result(row, scores[row]) for row in leads]
+
+    def _result(self, row: int, score: float) -> BrowserResult:
+        size = self.entry["records"]["rows"]
+        number = row // size
+        if number not in self._records:
+            name = file_name("r", self.entry["records"]["files"][number])
+            self._records[number] = json.loads((self.dir / name).read_bytes())
+        chunk_id, url, title, type_, level, _, _ = self._records[number][row % size]
+        return BrowserResult(row, chunk_id, url, title, type_, level, score)
