@@ -1,0 +1,197 @@
+"""The search box's bundle (issue 27): what `build` writes into the v2 set for the browser, and the
+analysis and ranking knowledge-search.js runs there, held to browser/analysis.py and browser/search.py
+by running the module in Debian's Chromium on the same strings and queries."""
+
+import functools
+import gzip
+import http.server
+import json
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+import knowledge_build as kb
+from knowledge_build.browser import bundle
+from knowledge_build.browser.analysis import analyze_document, fold, query_terms, query_texts, romaji_kana
+from knowledge_build.browser.search import BrowserIndex
+from knowledge_build.index.verify import load_manifest
+from tests.conftest import FakeEmbedder
+
+TIMEOUT_MS = float(os.environ.get("KB_TEST_TIMEOUT", "120")) * 1000
+CHROMIUM = os.environ.get("KB_CHROMIUM", "/usr/bin/chromium")
+STATIC = Path(kb.__file__).parent / "browser" / "static"
+
+
+def test_fold_reads_numerals_kana_width_and_scripts_alike():
+    assert fold("二次方程式") == "2次方程式" and fold("二十三") == "23" and fold("一二〇") == "120"
+    assert fold("たすきがけ") == fold("タスキガケ") == fold("ﾀｽｷｶﾞｹ") == "タスキガケ"
+    assert fold("ＡＢＣ") == "abc" and fold("-3²") == "-3^2" and fold("x₁") == "x_1"
+
+
+@pytest.mark.parametrize("romaji, kana", [("tasukigake", "タスキガケ"), ("yogen teiri", "ヨゲンテイリ"),
+                                          ("kakko", "カッコ"), ("shinpai", "シンパイ"), ("matcha", "マッチャ"),
+                                          ("cos", ""), ("hyoujun hensa", "ヒョウジュンヘンサ")])
+def test_romaji_words_are_read_together_as_katakana(romaji, kana):
+    assert romaji_kana(romaji) == kana
+
+
+def _vocabulary(*texts):
+    found: dict[str, list[str]] = {}
+    for text in texts:
+        for terms in analyze_document(text).values():
+            for term in terms:
+                if term not in found.setdefault(term[0], []):
+                    found[term[0]].append(term)
+    return lambda c: found.get(c, [])
+
+
+def test_a_query_is_cut_where_the_sites_own_words_are():
+    starting = _vocabulary("二次方程式の解き方：たすき掛けで因数分解する。判別式を使う。cos2θ")
+    body, reading = query_terms("二次方程式の解き方", {}, {}, starting)
+    assert {"2", "次", "方程", "式", "解キ", "方"} <= set(body) and reading == []
+    # Kana read as a term are that term, not the words its pieces spell.
+    body, reading = query_terms("はんべつしき", {}, {}, starting)
+    assert reading == ["ハンベツシキ"] and "ハン" not in body
+    assert query_terms("tasukigake", {}, {}, starting)[1] == ["タスキガケ"]
+    # ASCII letters are cut from digits, never from each other.
+    assert "cos" in query_terms("ｃｏｓ２θ", {}, {}, starting)[0]
+    assert "cos" not in query_terms("cosx", {}, {}, starting)[0]
+
+
+def test_english_terms_and_the_thesaurus_add_texts_to_a_query():
+    texts = query_texts("expected value の求め方 ルート", {"ルート": ["平方根"]}, {"expected value": "期待値"})
+    assert texts[0] == fold("expected value の求め方 ルート") and "期待値" in texts and "平方根" in texts
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    base = tmp_path_factory.mktemp("bundle")
+    site = base / "site"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "site", site,
+                    ignore=shutil.ignore_patterns("_site", ".jekyll-cache", ".knowledge-cache"))
+    config = kb.load_config(site=site, cache_dir=base / "cache", env={})
+    return kb.build(config, embedder=FakeEmbedder()), config
+
+
+def test_build_writes_the_bundle_into_the_set_and_lists_every_file(built):
+    result, _ = built
+    manifest, _ = load_manifest(result.output)
+    names = [n for n in manifest["files"] if n.startswith(bundle.PREFIX)]
+    on_disk = sorted(p.name for p in result.output.iterdir() if p.name.startswith(bundle.PREFIX))
+    assert sorted(names) == on_disk and bundle.ENTRY in names
+    entry = json.loads((result.output / bundle.ENTRY).read_bytes())
+    assert entry["format"] == bundle.FORMAT and entry["rows"] == manifest["counts"]["chunks"]
+    for digest in entry["shards"] + entry["records"]["files"]:
+        assert any(n.endswith(digest + ".bin") or n.endswith(digest + ".json") for n in names)
+    assert {"knowledge-search.js", "knowledge-search-ui.js"} <= set(names)  # the modules travel with the set
+
+
+def test_every_spelling_of_a_term_finds_its_box_in_the_bundle(built):
+    index = BrowserIndex(built[0].output)
+    for query, title in [("たすきがけ", "たすき掛け"), ("タスキガケ", "たすき掛け"), ("tasukigake", "たすき掛け"),
+                         ("はんべつしき", "判別式"), ("判別式", "判別式")]:
+        top = index.search(query, 5)
+        assert any(title in r.title for r in top), (query, [r.title for r in top])
+
+
+def test_filters_narrow_to_a_type_and_a_level(built):
+    index = BrowserIndex(built[0].output)
+    assert {r.type for r in index.search("二次方程式", 10, type="example")} == {"example"}
+    level = index.entry["levels"][0]["value"]
+    assert {r.level for r in index.search("二次方程式", 10, level=level)} <= {level}
+
+
+def test_the_same_chunks_give_the_same_bytes(built):
+    result, config = built
+    chunks = result.chunks
+    assert bundle.bundle_files(chunks, {}) == bundle.bundle_files(list(chunks), {})
+
+
+def test_search_box_off_writes_no_bundle(built, tmp_path):
+    _, config = built
+    site = Path(config.site)
+    off = kb.load_config(site=site, output=tmp_path / "v2", cache_dir=tmp_path / "cache", env={"KB_SEARCH_BOX": "false"})
+    assert off.search_box is False
+    output = kb.build(off, embedder=FakeEmbedder()).output
+    assert not [p for p in output.iterdir() if p.name.startswith(bundle.PREFIX)]
+
+
+def test_the_modules_are_at_most_20_kb_gzipped():
+    """README: the search box's JavaScript (core and box) is at most 20 KB gzipped."""
+    total = sum(len(gzip.compress(p.read_bytes(), 9)) for p in STATIC.glob("*.js"))
+    assert total <= 20 * 1024, total
+
+
+# -- the browser runs the same analysis and ranking ------------------------------------------------
+
+STRINGS = ["二次方程式の解き方", "たすきがけ", "ﾀｽｷｶﾞｹ", "tasukigake", "ｔａｓｕｋｉｇａｋｅ", "はんべつしきのつかいかた",
+           "(-3)²と-3²", "x₁+x₂", "二十三", "一二〇", "九千九百九十九", "yogen teiri", "kakko", "shinnpai",
+           "Pascal's triangle", "expected value 求め方", "ルートの中にルート", "ピタゴラスの定理で斜辺", "みはじ",
+           "ｃｏｓ２θ", "𠮷野家の二乗", "sinθ+√3cosθ", "5ab^2 は何次式", ""]
+QUERIES = ["二次方程式を公式で解きたい", "たすきがけ", "タスキガケ", "tasukigake", "はんべつしき", "判別式の使い方",
+           "一次関数の傾き", "平方根の計算", "ピタゴラスの定理", "因数分解のコツ", "例題", "sankakuhi",
+           "x^2-5x+6=0 を解く", "連立方程式 代入法", "比例と反比例の違い"]
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("the playwright package is not installed; `make test` installs the test extra")
+    if shutil.which(CHROMIUM) is None:
+        pytest.fail(f"Chromium not found at {CHROMIUM}; `make test` installs Debian's chromium package (or set KB_CHROMIUM)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], timeout=TIMEOUT_MS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def served(built):
+    """The set served by a real HTTP server on 127.0.0.1, with a blank page to run the module from."""
+    output = built[0].output
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    (output.parent / "blank.html").write_text("<!DOCTYPE html><meta charset='utf-8'><title>t</title>", encoding="utf-8")
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=output.parent))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", output
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.browser
+def test_chromium_analyses_and_ranks_as_python_does(chromium, served):
+    base, output = served
+    page = chromium.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(f"{base}/blank.html")
+        module = f"{base}/{output.name}/knowledge-search.js"
+        got = page.evaluate("""async ([module, strings, queries]) => {
+            const m = await import(module);
+            const index = await m.open(new URL("./", module));
+            const e = index.entry;
+            const analysed = strings.map((s) => [m.fold(s), m.romajiKana(s), m.queryTexts(s, e.thesaurus, e.english)]);
+            const ranked = [];
+            for (const q of queries) ranked.push((await index.search(q, {k: 5})).map((r) => [r.id, r.score]));
+            const typed = (await index.search("二次方程式", {k: 10, type: "example"})).map((r) => r.type);
+            return {analysed, ranked, typed};
+        }""", [module, STRINGS, QUERIES])
+    finally:
+        page.close()
+    entry = json.loads((output / bundle.ENTRY).read_bytes())
+    assert got["analysed"] == [[fold(s), romaji_kana(s), query_texts(s, entry["thesaurus"], entry["english"])]
+                               for s in STRINGS]
+    index = BrowserIndex(output)
+    expected = [[[r.id, r.score] for r in index.search(q, 5)] for q in QUERIES]
+    assert [[i for i, _ in r] for r in got["ranked"]] == [[i for i, _ in r] for r in expected]
+    assert all(abs(a[1] - b[1]) < 1e-9 for x, y in zip(got["ranked"], expected) for a, b in zip(x, y))
+    assert got["typed"] and set(got["typed"]) == {"example"}
