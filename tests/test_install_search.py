@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from knowledge_build.browser.install import include_text
 from knowledge_build.cli import main
 
-SNIPPET = ('<div class="knowledge-search" data-bundle="{base}/knowledge/v2/browser/"></div>\n'
-           '<script type="module" src="{base}/knowledge/v2/browser/knowledge-search-ui.js"></script>\n')
+SNIPPET = ('<div class="knowledge-search" data-bundle="{base}/knowledge/v2/"></div>\n'
+           '<script type="module" src="{base}/knowledge/v2/knowledge-search-ui.js"></script>\n')
 
 
 def _run(*args):
@@ -27,7 +27,7 @@ def test_a_jekyll_site_gets_the_include_and_the_line_to_add(site_dir):
         "Add this line to a layout (e.g. _layouts/default.html) where the box should appear:\n"
         "  {% include knowledge_search.html %}\n"
         "The box searches the bundle `knowledge-build build` writes into the site "
-        "(<output_dir>/browser/, default knowledge/v2/browser/).\n")
+        "(<output_dir>/, default knowledge/v2/).\n")
     text = include.read_text(encoding="utf-8")
     assert text == include_text()
     # Only the empty container and the module: without JavaScript the page shows no box.
@@ -95,7 +95,7 @@ def test_baseurl_option_and_json_output_for_a_plain_folder(tmp_path):
     result = _run("--site", str(tmp_path / "html"), "--baseurl", "/course/", "--format", "json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {
-        "generator": "plain", "bundle_url": "/course/knowledge/v2/browser/", "status": "snippet", "include": None,
+        "generator": "plain", "bundle_url": "/course/knowledge/v2/", "status": "snippet", "include": None,
         "include_tag": None, "snippet": SNIPPET.format(base="/course")}
 
 

@@ -30,7 +30,7 @@ class IncludeExists(KnowledgeBuildError):
 @dataclass
 class SearchBoxInstall:
     generator: str  # the site's generator, as the build detects it (site/generators.py)
-    bundle_url: str  # where the site serves the bundle: <baseurl>/knowledge/v2/browser/
+    bundle_url: str  # where the site serves the bundle: <baseurl>/knowledge/v2/
     snippet: str  # the plain HTML for any page: container and module script
     include: Path | None = None  # the Jekyll include, None when only the snippet was asked for
     status: str = "snippet"  # written | unchanged | replaced | snippet
@@ -61,7 +61,7 @@ def install_search(config, snippet_only: bool = False, force: bool = False) -> S
         raise ConfigError("no site given. Provide a --site flag, a KB_SITE environment variable, "
                           "or a 'site' key in knowledge.yml.")
     site = open_site(config.site, baseurl=config.baseurl, data=False)
-    bundle_url = f"{site.baseurl}/{_set_path(site, config)}/browser/"
+    bundle_url = f"{site.baseurl}/{_set_path(site, config)}/"
     found = SearchBoxInstall(site.generator, bundle_url, snippet(bundle_url))
     if snippet_only or site.generator != "jekyll" or site.source_root is None:
         return found

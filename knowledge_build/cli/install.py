@@ -26,7 +26,7 @@ def install_search(site, baseurl, output, snippet_only, force, fmt):
     """Put the search box on the site: write the Jekyll include _includes/knowledge_search.html, or print
     the HTML snippet to paste into another generator's template.
 
-    The box searches the bundle `knowledge-build build` writes into <site output>/knowledge/v2/browser/,
+    The box searches the bundle `knowledge-build build` writes into <site output>/knowledge/v2/,
     in the browser, with no server. Without JavaScript the page shows no box."""
     from ..browser.install import INCLUDE_TAG, install_search as install
 
@@ -46,4 +46,4 @@ def install_search(site, baseurl, output, snippet_only, force, fmt):
     click.echo("Add this line to a layout (e.g. _layouts/default.html) where the box should appear:")
     click.echo(f"  {INCLUDE_TAG}")
     click.echo("The box searches the bundle `knowledge-build build` writes into the site "
-               "(<output_dir>/browser/, default knowledge/v2/browser/).")
+               "(<output_dir>/, default knowledge/v2/).")
