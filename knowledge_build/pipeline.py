@@ -11,6 +11,7 @@ from typing import Iterator
 
 import numpy as np
 
+from .browser.bundle import BundleTerms
 from .chunking.learns_gen import load_generated, old_generated_learns
 from .chunking.stream import ChunkMaker
 from .config import Config, generated_learns_path
@@ -183,25 +184,29 @@ def lexical_fields(chunks: list[Chunk], cache: TokenCache | None = None,
 
 def _analyzed(chunks: list[Chunk], cache: TokenCache | None, foreign: frozenset[str]) -> list[dict]:
     """Each chunk's tokens in order: Japanese ones by analyze_box, those of `foreign` pages by analyze_plain."""
-    from .text.ja import PLAIN_ANALYZER, analyze_plain
+    from .text.ja import CACHED_FIELDS, PLAIN_ANALYZER, analyze_plain
+
+    cached = f"{ANALYZER}+surface"  # the fields and the words' surfaces (text/ja.py, CACHED_FIELDS)
 
     texts = [lexical_text(c) for c in chunks]
     if not foreign or not any(c.source_path in foreign for c in chunks):
-        return analyze_cached(texts, analyze_box, ANALYZER, FIELDS, cache)
+        return analyze_cached(texts, analyze_box, cached, CACHED_FIELDS, cache)
     rows = {False: [], True: []}
     for row, chunk in enumerate(chunks):
         rows[chunk.source_path in foreign].append(row)
     out: list = [None] * len(chunks)
-    for plain, (analyze, name) in ((False, (analyze_box, ANALYZER)), (True, (analyze_plain, PLAIN_ANALYZER))):
-        for row, tokens in zip(rows[plain], analyze_cached([texts[r] for r in rows[plain]], analyze, name, FIELDS, cache)):
+    for plain, (analyze, name) in ((False, (analyze_box, cached)), (True, (analyze_plain, f"{PLAIN_ANALYZER}+surface"))):
+        for row, tokens in zip(rows[plain], analyze_cached([texts[r] for r in rows[plain]], analyze, name,
+                                                           CACHED_FIELDS, cache)):
             out[row] = tokens
     return out
 
 
 def lexical_postings(chunks: list[Chunk], cache: TokenCache | None = None, batch: int = 2000,
-                     progress: bool = False, foreign: frozenset[str] = frozenset()):
+                     progress: bool = False, foreign: frozenset[str] = frozenset(), also=None):
     """The postings of every chunk's lexical tokens (row i = chunk i), analysed (or read from the cache)
-    a batch at a time and folded in, so the build never holds every chunk's token lists at once."""
+    a batch at a time and folded in, so the build never holds every chunk's token lists at once.
+    `also(chunks, analysed)` is given each batch too (the search box's BundleTerms)."""
     from .index.postings import PostingsBuilder
     from .kinds import PART_TYPES
 
@@ -209,8 +214,11 @@ def lexical_postings(chunks: list[Chunk], cache: TokenCache | None = None, batch
     with Progress("indexing words", len(chunks), "chunk", progress) as bar:
         for start in range(0, len(chunks), batch):
             part = chunks[start:start + batch]
-            for tokens in _analyzed(part, cache, foreign):
+            analysed = _analyzed(part, cache, foreign)
+            for tokens in analysed:
                 builder.add(tokens)
+            if also is not None:
+                also(part, analysed)
             bar.update(len(part))
     return builder.finish(np.array([c.type not in PART_TYPES for c in chunks], dtype=bool))
 
@@ -251,8 +259,10 @@ def build(config: Config, embedder=None, progress: bool = False, strict: bool = 
                                  describe(embedder),
                                  site_info)
         else:
-            postings = lexical_postings(chunks, token_cache, progress=progress, foreign=extraction.foreign)
-            bundle = search_box_files(chunks, config, token_cache) if config.search_box else None
+            terms = BundleTerms(token_cache) if config.search_box else None
+            postings = lexical_postings(chunks, token_cache, progress=progress, foreign=extraction.foreign,
+                                        also=terms.add if terms else None)
+            bundle = search_box_files(chunks, config, terms.finish()) if terms else None
             artifacts = assemble_v2(chunks, vectors, postings, ANALYZER, describe(embedder), site_info,
                                     config.dense_index, config.exact_max_rows, Path(config.cache_dir),
                                     extra_files=bundle)
@@ -263,12 +273,13 @@ def build(config: Config, embedder=None, progress: bool = False, strict: bool = 
                        time.perf_counter() - started, extraction.summary, site.note)
 
 
-def search_box_files(chunks: list[Chunk], config: Config, cache: TokenCache | None = None) -> dict[str, bytes]:
-    """The browser search bundle's files (browser/bundle.py), with the site's thesaurus."""
+def search_box_files(chunks: list[Chunk], config: Config, postings=None) -> dict[str, bytes]:
+    """The browser search bundle's files (browser/bundle.py), with the site's thesaurus; `postings`:
+    the BundleTerms lexical_postings fed (the chunks are analysed again without it)."""
     from .browser.bundle import bundle_files
     from .text.thesaurus import load_thesaurus
 
-    return bundle_files(chunks, load_thesaurus(config.thesaurus), cache)
+    return bundle_files(chunks, load_thesaurus(config.thesaurus), postings=postings)
 
 
 def _kept(output: Path, build_id: str, diagnostics: list[Diagnostic], started: float) -> BuildResult:

@@ -106,25 +106,41 @@ def _impacts(postings, field: str, slot: int, n_rows: int):
             for term, (rows, score) in raw.items()}, scale
 
 
-ANALYZER = "browser/body,reading/1"  # the token cache's name for analyze_document's fields
+TITLE_ANALYZER = "browser/body,reading/2"  # the token cache's name for the titles' analyze_document
 
 
-def _postings(chunks, cache=None):
-    """Postings of every chunk's body, reading and title terms (analysis.py; from the token cache when it
-    has them)."""
-    from ..pipeline import lexical_text
-    from ..text.token_cache import analyze_cached
+class BundleTerms:
+    """The bundle's postings, fed a batch at a time with the lexical channel's analysis of the chunks
+    (pipeline.lexical_postings calls `add`), so the build's one pass of the tokenizer serves both: the
+    body is the words' surfaces, folded; the reading, their readings and kana terms; the title field the
+    titles' own analysis (from the token cache when it has them)."""
 
-    texts = [lexical_text(c) for c in chunks]
-    titles = [" ".join((c.material_title, *c.parents, c.title)) for c in chunks]
-    builder = PostingsBuilder(FIELDS)
+    def __init__(self, cache=None):
+        self.cache = cache
+        self.builder = PostingsBuilder(FIELDS)
+
+    def add(self, chunks, analyzed) -> None:
+        from ..text.token_cache import analyze_cached
+
+        titles = [" ".join((c.material_title, *c.parents, c.title)) for c in chunks]
+        heads = analyze_cached(titles, analyze_document, TITLE_ANALYZER, ("body", "reading"), self.cache)
+        for doc, head in zip(analyzed, heads):
+            self.builder.add({"body": [fold(t) for t in doc["surface"]], "reading": doc["reading"] + doc["kana_terms"],
+                              "title": list(dict.fromkeys(head["body"] + head["reading"]))})
+
+    def finish(self):
+        return self.builder.finish(np.ones(self.builder.rows, dtype=bool))
+
+
+def _postings(chunks, cache=None, foreign: frozenset[str] = frozenset()):
+    """The bundle's postings of `chunks` on their own (the build feeds BundleTerms instead)."""
+    from ..pipeline import _analyzed
+
+    terms = BundleTerms(cache)
     for start in range(0, len(chunks), 2000):
-        body = analyze_cached(texts[start:start + 2000], analyze_document, ANALYZER, ("body", "reading"), cache)
-        title = analyze_cached(titles[start:start + 2000], analyze_document, ANALYZER, ("body", "reading"), cache)
-        for doc, head in zip(body, title):
-            builder.add({"body": doc["body"], "reading": doc["reading"],
-                         "title": list(dict.fromkeys(head["body"] + head["reading"]))})
-    return builder.finish(np.ones(len(chunks), dtype=bool))
+        batch = chunks[start:start + 2000]
+        terms.add(batch, _analyzed(batch, cache, foreign))
+    return terms.finish()
 
 
 def english_terms() -> dict[str, str]:
@@ -157,11 +173,14 @@ def _json(value) -> bytes:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], cache=None) -> dict[str, bytes]:
+def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], cache=None,
+                 foreign: frozenset[str] = frozenset(), postings=None) -> dict[str, bytes]:
     """Every file of the bundle, by name. `thesaurus`: wording -> textbook terms (text/thesaurus.py's
-    load_thesaurus); `cache`: the build's TokenCache (a rebuild then analyses only changed chunks)."""
+    load_thesaurus); `cache`: the build's TokenCache (a rebuild then analyses only changed chunks);
+    `foreign`: the pages in another language (analysed by their words, as the lexical channel does);
+    `postings`: BundleTerms.finish() of a build that fed it (else the chunks are analysed here)."""
     n = len(chunks)
-    postings = _postings(chunks, cache)
+    postings = _postings(chunks, cache, foreign) if postings is None else postings
     fields = {}
     scales = []
     for slot, name in enumerate(FIELDS):

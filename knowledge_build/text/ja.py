@@ -31,6 +31,9 @@ from functools import lru_cache
 
 ANALYZER = "unidic-lite/lemma,reading,kana2,kana_terms,page,heading/7"
 FIELDS = ("lemma", "reading", "kana2", "kana_terms", "page", "heading")
+# What the build's token cache keeps of each text: the fields, and the words' surfaces, which the
+# search box's bundle (browser/) reads from the same pass of the tokenizer.
+CACHED_FIELDS = (*FIELDS, "surface")
 # The title fields are matched with the query's lemmas.
 _TITLE_FIELDS = ("page", "heading")
 _SKIP_POS = {"補助記号", "空白", "助詞", "助動詞"}
@@ -120,9 +123,10 @@ def box_text(page_title: str, title: str, body: str) -> str:
 
 def analyze_box(text: str) -> dict[str, list[str]]:
     """Every field's tokens of one box written by box_text: lemma, reading and kana2 of the whole
-    text (page title included), page and heading from the first two lines, each lemma once."""
+    text (page title included), page and heading from the first two lines, each lemma once; and the
+    surfaces the search box's bundle reads (CACHED_FIELDS: cached with the rest, not in the postings)."""
     page_title, title = (text.split("\n", 2) + ["", ""])[:2]
-    fields = analyze(text, kana_terms=True)
+    fields = analyze(text, kana_terms=True, surfaces=True)
     page = analyze(page_title)["lemma"]
     fields["page"] = _distinct(page)
     fields["heading"] = _distinct(page + analyze(title)["lemma"])
@@ -145,16 +149,18 @@ def analyze_plain(text: str) -> dict[str, list[str]]:
 
     page = _distinct(words(page_title))
     return {"lemma": words(text), "reading": [], "kana2": [], "kana_terms": [], "page": page,
-            "heading": _distinct(page + words(title))}
+            "heading": _distinct(page + words(title)), "surface": words(text)}
 
 
 def _distinct(tokens: list[str]) -> list[str]:
     return list(dict.fromkeys(tokens))
 
 
-def analyze(text: str, kana_terms: bool = False) -> dict[str, list[str]]:
+def analyze(text: str, kana_terms: bool = False, surfaces: bool = False) -> dict[str, list[str]]:
     """The lemma, reading and kana-bigram tokens of one text (never an empty token), and its kana
-    terms when asked (the index's field; the stores of web sources and notes do not search it)."""
+    terms when asked (the index's field; the stores of web sources and notes do not search it), and
+    the surfaces of its words that carry meaning when asked (the search box's body terms, browser/)."""
+    surface: list[str] = []
     lemmas: list[str] = []
     readings: list[str] = []
     runs: list[str] = []
@@ -178,6 +184,8 @@ def analyze(text: str, kana_terms: bool = False) -> dict[str, list[str]]:
             nouns = []
         if feature.pos1 in _SKIP_POS:
             continue
+        if surfaces and word.surface.strip():
+            surface.append(word.surface)
         lemma = _lemma(word)
         if lemma:
             lemmas.append(lemma)
@@ -191,7 +199,11 @@ def analyze(text: str, kana_terms: bool = False) -> dict[str, list[str]]:
     terms += _sub_runs(nouns)
     fields = {"lemma": lemmas, "reading": readings,
               "kana2": [r[i:i + KANA_N] for r in runs for i in range(len(r) - KANA_N + 1)]}
-    return {**fields, "kana_terms": terms} if kana_terms else fields
+    if kana_terms:
+        fields["kana_terms"] = terms
+    if surfaces:
+        fields["surface"] = surface
+    return fields
 
 
 def _sub_runs(nouns: list[str]) -> list[str]:
