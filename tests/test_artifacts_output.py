@@ -116,7 +116,8 @@ def test_an_empty_existing_directory_is_filled(site_dir, tmp_path, schema):
     out.mkdir()
     result = build(_config(site_dir, schema, output=out), embedder=FakeEmbedder())
     assert result.output == out and result.artifacts.manifest["schema_version"] == schema
-    assert sorted(p.name for p in out.iterdir()) == SET_FILES[schema]
+    # Schema 2 also holds the search box's bundle (knowledge-search.*, browser/bundle.py).
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith("knowledge-search")) == SET_FILES[schema]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".empty")] == []
 
 

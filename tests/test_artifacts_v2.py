@@ -36,7 +36,10 @@ def _ids(index, query, k=5):
 def test_a_build_writes_schema_2_beside_latest_json_which_names_it(site_dir):
     result = kb.build(kb.load_config(site=site_dir, env={}), embedder=FakeEmbedder())
     assert result.output == (site_dir / "_site" / "knowledge" / "v2").resolve()
-    assert sorted(p.name for p in result.output.iterdir()) == sorted(("manifest.json", *CONTENT_FILES))
+    names = sorted(p.name for p in result.output.iterdir())
+    # The set's own files, and the search box's bundle (browser/bundle.py), each listed in the manifest.
+    assert [n for n in names if not n.startswith("knowledge-search")] == sorted(("manifest.json", *CONTENT_FILES))
+    assert sorted(result.artifacts.manifest["files"]) == [n for n in names if n != "manifest.json"]
     latest = json.loads((result.output.parent / "latest.json").read_text())
     assert latest == {"schema_version": 2, "build_id": result.artifacts.build_id, "path": "v2/",
                       "manifest": "v2/manifest.json"}
