@@ -1,0 +1,338 @@
+"""The search box on the site, in a real browser (README, "Search box on the site").
+
+The sample site is copied, given the box by `knowledge-build install-search` and one include line in its
+layouts, built by a real `jekyll build`, indexed by `knowledge-build build` (the fake embedder: the box's
+search is lexical only) and served under its baseurl /math-note by a real HTTP server on 127.0.0.1.
+Debian's headless Chromium (as in test_fragments_browser.py) then types queries key by key into the box.
+
+Waits are bounded by KB_TEST_TIMEOUT (seconds, default 120); nothing is timed. The list says which query
+and filters it answers (data-query, data-type, data-level), so a test waits for that answer, not for a while.
+"""
+
+import functools
+import http.server
+import os
+import re
+import shutil
+import subprocess
+import threading
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from click.testing import CliRunner
+
+from knowledge_build import build, load_config
+from knowledge_build.cli import main
+
+from .conftest import ROOT, SITE, FakeEmbedder
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_MS = float(os.environ.get("KB_TEST_TIMEOUT", "120")) * 1000
+CHROMIUM = os.environ.get("KB_CHROMIUM", "/usr/bin/chromium")
+BASEURL = "/math-note"
+PAGE = f"{BASEURL}/junior/%E4%B8%80%E6%AC%A1%E6%96%B9%E7%A8%8B%E5%BC%8F.html"  # 一次方程式: no answer is on it
+SCREENSHOT = ROOT / "docs" / "images" / "search-box.png"
+INPUT = "input[role=combobox]"
+LIST = "[role=listbox]"
+OPTION = "[role=option]"
+# The bundle's data files (term shards, display records...): content-hashed names; the entry point and
+# the modules are not among them.
+DATA_FILE = re.compile(r"[0-9a-f]{8}\.(bin|json)$")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The sample site with the box, built by jekyll and knowledge-build; yields its _site."""
+    if shutil.which("jekyll") is None:
+        pytest.fail("jekyll is not installed; `make test` installs Debian's jekyll package")
+    base = tmp_path_factory.mktemp("search-box")
+    root = base / "site"
+    shutil.copytree(SITE, root, ignore=shutil.ignore_patterns("_site", ".jekyll-cache", ".knowledge-cache"))
+    config = root / "_config.yml"
+    # The plugin would index with the real model; this test indexes the built site itself below.
+    config.write_text(config.read_text(encoding="utf-8").replace("enabled: true", "enabled: false"),
+                      encoding="utf-8")
+    # The sample layouts load KaTeX from a CDN; without it the only scripts on the page are the box's, so
+    # "no request leaves 127.0.0.1" speaks of the box.
+    (root / "_includes" / "katex.html").write_text("", encoding="utf-8")
+    installed = CliRunner().invoke(main, ["install-search", "--site", str(root)])
+    assert installed.exit_code == 0, installed.output
+    line = installed.stdout.splitlines()[2].strip()
+    assert line == "{% include knowledge_search.html %}"
+    for layout in (root / "_layouts").glob("*.html"):
+        text = layout.read_text(encoding="utf-8")
+        layout.write_text(re.sub(r"(<p class=\"site-title\">.*?</p>)", rf"\1\n    {line}", text, count=1),
+                          encoding="utf-8")
+    jekyll = subprocess.run(["jekyll", "build"], cwd=root, capture_output=True, text=True, timeout=600)
+    assert jekyll.returncode == 0, jekyll.stdout + jekyll.stderr
+    build(load_config(site=root, cache_dir=base / "cache", env={}), embedder=FakeEmbedder())
+    return root / "_site"
+
+
+@pytest.fixture(scope="module")
+def server(site, tmp_path_factory):
+    """A real HTTP server on 127.0.0.1 serving the built site under its baseurl; yields the origin."""
+    www = tmp_path_factory.mktemp("www")
+    (www / BASEURL.strip("/")).symlink_to(site, target_is_directory=True)
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=www))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("the playwright package is not installed; `make test` installs the test extra")
+    if shutil.which(CHROMIUM) is None:
+        pytest.fail(f"Chromium not found at {CHROMIUM}; `make test` installs Debian's chromium package "
+                    "(or set KB_CHROMIUM)")
+    with sync_playwright() as playwright:
+        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], timeout=TIMEOUT_MS)
+        yield chromium
+        chromium.close()
+
+
+def _new_context(browser, **options):
+    """A fresh browser profile: nothing cached from another test or run."""
+    context = browser.new_context(viewport={"width": 900, "height": 720}, **options)
+    context.set_default_timeout(TIMEOUT_MS)
+    return context
+
+
+@pytest.fixture
+def context(browser):
+    context = _new_context(browser)
+    yield context
+    context.close()
+
+
+def _open(context, server):
+    tab = context.new_page()
+    errors = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    tab.goto(server + PAGE, wait_until="load")
+    tab.locator(INPUT).click()
+    return tab, errors
+
+
+def _search(tab, query: str, type_: str = "", level: str = "") -> list[dict]:
+    """Type `query` key by key into the box (after clearing it) and read the results shown for it."""
+    tab.locator(INPUT).press("Control+a")
+    tab.keyboard.type(query)
+    _answered(tab, query, type_, level)
+    return _results(tab)
+
+
+def _answered(tab, query: str, type_: str = "", level: str = "") -> None:
+    tab.wait_for_function("([query, type, level]) => { const list = document.querySelector('[role=listbox]');"
+                          " return list.dataset.query === query && list.dataset.type === type"
+                          " && list.dataset.level === level; }", arg=[query, type_, level])
+
+
+def _results(tab) -> list[dict]:
+    return tab.eval_on_selector_all(OPTION, """options => options.map(o => ({
+        id: o.id, selected: o.getAttribute("aria-selected"), href: o.querySelector("a").getAttribute("href"),
+        title: o.querySelector(".ks-title").textContent, type: o.querySelector(".ks-badge").dataset.type,
+        badge: o.querySelector(".ks-badge").textContent, level: o.querySelector(".ks-level")?.textContent || "",
+        learnsHead: o.querySelector(".ks-learns-head")?.textContent || "",
+        learns: [...o.querySelectorAll(".ks-learns li")].map(li => li.textContent),
+        marks: [...o.querySelectorAll(".ks-excerpt mark")].map(m => m.textContent)}))""")
+
+
+# Whether the element the URL's fragment names is in the viewport, the page scrolled to it.
+IN_VIEW = """() => {
+  const el = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+  if (!el) return false;
+  const top = Math.round(el.getBoundingClientRect().top);
+  return window.scrollY > 0 && top >= 0 && top < window.innerHeight;
+}"""
+
+
+@pytest.mark.parametrize("query, title", [("たすきがけ", "たすき掛け"), ("タスキガケ", "たすき掛け"),
+                                          ("tasukigake", "たすき掛け"), ("はんべつしき", "判別式")])
+def test_a_typed_query_finds_the_box_and_its_link_scrolls_the_page_to_it(context, server, query, title):
+    tab, errors = _open(context, server)
+    results = _search(tab, query)
+    first = results[0]
+    assert title in first["title"], results
+    assert first["badge"] and first["level"] and first["learnsHead"] == "このリンクで学べること" and first["learns"], first
+    assert first["href"].startswith(f"{BASEURL}/junior/") and "#" in first["href"], first
+    if query == "たすきがけ":
+        _screenshot(tab)
+    tab.locator(OPTION).first.locator("a").click()
+    _landed(tab, first["href"])
+    tab.wait_for_function(IN_VIEW)
+    assert errors == []
+
+
+def _landed(tab, href: str) -> None:
+    """Wait until the tab has loaded the page `href` names, at its fragment."""
+    want = urlsplit(href)
+    tab.wait_for_url(lambda url: unquote(urlsplit(url).path) == unquote(want.path)
+                     and unquote(urlsplit(url).fragment) == unquote(want.fragment))
+
+
+def _screenshot(tab) -> None:
+    """The box with its results, for the README: the union of the box and the open list, with a margin."""
+    box = tab.locator(".ks").bounding_box()
+    listed = tab.locator(LIST).bounding_box()
+    left, top = min(box["x"], listed["x"]) - 12, min(box["y"], listed["y"]) - 12
+    right = max(box["x"] + box["width"], listed["x"] + listed["width"]) + 12
+    bottom = max(box["y"] + box["height"], listed["y"] + listed["height"]) + 12
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    # Only the box on a blank page: the text of the page beside and under the list would only distract.
+    tab.screenshot(path=str(SCREENSHOT), clip={"x": max(left, 0), "y": max(top, 0), "width": right - max(left, 0),
+                                               "height": bottom - max(top, 0)},
+                   style="body > :not(header), header > :not(.knowledge-search) { visibility: hidden !important; }")
+
+
+def test_the_matched_words_are_marked_and_escape_closes_then_clears(context, server):
+    tab, _ = _open(context, server)
+    results = _search(tab, "判別式")
+    assert any("判別式" in "".join(r["marks"]) for r in results), results
+    field = tab.locator(INPUT)
+    field.press("Escape")
+    assert field.get_attribute("aria-expanded") == "false" and field.input_value() == "判別式"
+    field.press("Escape")
+    assert field.input_value() == ""
+
+
+def test_keyboard_moves_through_the_results_with_the_aria_state_kept(context, server):
+    tab, _ = _open(context, server)
+    field = tab.locator(INPUT)
+    assert field.get_attribute("aria-autocomplete") == "list" and field.get_attribute("aria-expanded") == "false"
+    results = _search(tab, "二次方程式")
+    assert len(results) >= 3
+    listbox = tab.locator(LIST)
+    assert field.get_attribute("aria-controls") == listbox.get_attribute("id")
+    assert field.get_attribute("aria-expanded") == "true" and listbox.is_visible()
+    assert [r["selected"] for r in results] == ["false"] * len(results)
+    assert field.get_attribute("aria-activedescendant") is None
+
+    def active():
+        selected = [r["id"] for r in _results(tab) if r["selected"] == "true"]
+        assert len(selected) <= 1
+        assert field.get_attribute("aria-activedescendant") == (selected[0] if selected else None)
+        return selected[0] if selected else None
+
+    ids = [r["id"] for r in results]
+    field.press("ArrowDown")
+    assert active() == ids[0]
+    field.press("ArrowDown")
+    assert active() == ids[1]
+    field.press("ArrowUp")
+    assert active() == ids[0]
+    field.press("ArrowUp")
+    assert active() == ids[-1]  # wraps round
+    field.press("Escape")
+    assert field.get_attribute("aria-expanded") == "false" and not listbox.is_visible()
+    assert active() is None and field.input_value() == "二次方程式"
+    field.press("ArrowDown")
+    field.press("ArrowDown")
+    assert field.get_attribute("aria-expanded") == "true" and active() == ids[1]
+    field.press("Enter")
+    _landed(tab, results[1]["href"])
+    tab.wait_for_function(IN_VIEW)
+
+
+def test_the_type_and_level_filters_narrow_the_results(context, server):
+    tab, _ = _open(context, server)
+    everything = _search(tab, "二次方程式")
+    types = {r["type"] for r in everything}
+    assert len(types) >= 2, everything
+    chosen = sorted(types)[0]
+    tab.locator("select[aria-label=種類]").select_option(chosen)
+    _answered(tab, "二次方程式", chosen)
+    narrowed = _results(tab)
+    assert narrowed and {r["type"] for r in narrowed} == {chosen}
+    assert {r["href"] for r in everything if r["type"] == chosen} <= {r["href"] for r in narrowed}
+    tab.locator("select[aria-label=種類]").select_option("")
+    levels = tab.eval_on_selector("select[aria-label=レベル]", "s => [...s.options].map(o => o.value).filter(Boolean)")
+    assert len(levels) >= 2
+    level = sorted({r["level"] for r in everything} & set(levels))[0]
+    tab.locator("select[aria-label=レベル]").select_option(level)
+    _answered(tab, "二次方程式", "", level)
+    narrowed = _results(tab)
+    assert narrowed and {r["level"] for r in narrowed} == {level}
+    assert {r["href"] for r in everything if r["level"] == level} <= {r["href"] for r in narrowed}
+
+
+def _data_files(context, server, query: str) -> set[str]:
+    """The bundle's data files a fresh page fetches to answer `query`."""
+    tab, _ = _open(context, server)
+    fetched = []
+    tab.on("request", lambda request: fetched.append(request.url))
+    _search(tab, query)
+    tab.close()
+    return {url for url in fetched if DATA_FILE.search(url)}
+
+
+PAIRS = [("たすきがけ", "判別式"), ("三平方の定理", "たすきがけ"), ("指数法則", "判別式"), ("平方根", "一次関数")]
+
+
+def test_an_earlier_answer_that_arrives_late_never_replaces_a_later_one(browser, server):
+    """Query A's own data files are held back by the network until query B's answer is on screen; then
+    they are let through, A's search finishes, and B's results must stay."""
+    for first, second in PAIRS:
+        learning = _new_context(browser)
+        held_back = _data_files(learning, server, first) - _data_files(learning, server, second)
+        learning.close()
+        if held_back:
+            break
+    else:
+        pytest.fail(f"every pair of queries {PAIRS} fetches the same data files: the test cannot hold one back")
+    context = _new_context(browser)
+    held = []
+    context.route("**/*", lambda route: held.append(route) if route.request.url in held_back else route.continue_())
+    tab, _ = _open(context, server)
+    with tab.expect_request(lambda request: request.url in held_back):
+        tab.keyboard.type(first)
+    expected = _search(tab, second)
+    assert expected and tab.locator(LIST).get_attribute("data-query") == second
+    held_back.clear()  # from now on every request passes
+    released = [route.request.url for route in held]
+    for route in held:
+        route.continue_()
+    # A's search ends once its files have arrived: wait for them, then one more round trip to the server.
+    tab.wait_for_function("urls => urls.every(u => performance.getEntriesByName(u).length)", arg=released)
+    tab.evaluate("url => fetch(url).then(r => r.text())", server + PAGE)
+    assert tab.locator(LIST).get_attribute("data-query") == second
+    assert _results(tab) == expected
+    context.close()
+
+
+def test_no_request_leaves_the_site(context, server):
+    tab = context.new_page()
+    requests = []
+    tab.on("request", lambda request: requests.append(request.url))
+    tab.goto(server + PAGE, wait_until="load")
+    tab.locator(INPUT).click()
+    results = _search(tab, "判別式")
+    tab.locator(INPUT).press("Enter")  # none chosen: the first result
+    _landed(tab, results[0]["href"])
+    tab.wait_for_function(IN_VIEW)
+    assert any(DATA_FILE.search(url) for url in requests), requests
+    assert [url for url in requests if not url.startswith(server + "/")] == []
+
+
+def test_without_javascript_the_page_loads_and_shows_no_box(browser, server):
+    context = _new_context(browser, java_script_enabled=False)
+    tab = context.new_page()
+    tab.goto(server + PAGE, wait_until="load")
+    assert tab.locator("h1").first.inner_text() == "一次方程式"
+    assert tab.locator(".knowledge-search").count() == 1
+    assert tab.locator(".knowledge-search").inner_html() == ""
+    assert tab.locator("input").count() == 0
+    context.close()
