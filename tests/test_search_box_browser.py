@@ -198,6 +198,21 @@ def _screenshot(tab) -> None:
                    style="body > :not(header), header > :not(.knowledge-search) { visibility: hidden !important; }")
 
 
+def test_results_come_while_an_input_method_is_still_composing(context, server):
+    """A student typing with a Japanese input method sees results for the kana before choosing the kanji
+    (Chromium's own composition, driven through the DevTools protocol as an input method drives it)."""
+    tab, _ = _open(context, server)
+    ime = context.new_cdp_session(tab)
+    for n in range(1, len("はんべつしき") + 1):
+        ime.send("Input.imeSetComposition", {"text": "はんべつしき"[:n], "selectionStart": n, "selectionEnd": n})
+    _answered(tab, "はんべつしき")
+    assert "判別式" in _results(tab)[0]["title"]
+    assert tab.evaluate("document.querySelector('input[role=combobox]').value") == "はんべつしき"
+    ime.send("Input.insertText", {"text": "判別式"})  # the student picks the kanji: the composition ends
+    _answered(tab, "判別式")
+    assert "判別式" in _results(tab)[0]["title"]
+
+
 def test_the_matched_words_are_marked_and_escape_closes_then_clears(context, server):
     tab, _ = _open(context, server)
     results = _search(tab, "判別式")

@@ -136,12 +136,12 @@ function mount(container) {
     }
   }
 
-  input.addEventListener("input", (event) => {
-    if (event.isComposing) return;  // an IME is still composing: search once the word is chosen
+  // Also while an input method is composing: the kana typed so far (はんべつしき) already finds the box, before
+  // the student picks the kanji. Keys that the input method uses (Enter, arrows) are left to it below.
+  input.addEventListener("input", () => {
     clearTimeout(timer);
     timer = setTimeout(run, DEBOUNCE_MS);
   });
-  input.addEventListener("compositionend", () => { clearTimeout(timer); timer = setTimeout(run, DEBOUNCE_MS); });
   input.addEventListener("focus", () => { load().catch(() => {}); expand(true); });
   input.addEventListener("keydown", (event) => {
     if (event.isComposing) return;
