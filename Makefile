@@ -39,12 +39,17 @@ jekyll:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq jekyll >/dev/null; }
 
 # Debian's Chromium (and its driver), for the `browser` tests that open pages through playwright;
-# playwright's own browser download is never used.
+# playwright's own browser download is never used. And a Japanese font, so that the search box's
+# screenshot (docs/images/search-box.png, made by tests/test_search_box_browser.py) shows its text.
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "Installing Chromium (Debian packages)…"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	@fc-list :lang=ja 2>/dev/null | grep -q . || { \
+	  echo "Installing a Japanese font (Debian package fonts-ipafont-gothic)…"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq fonts-ipafont-gothic >/dev/null; }
 
 # The generators of tests/generated_sites, which builds one site with each: Debian's hugo here,
 # jekyll from its target above, mkdocs, mkdocs-material and sphinx from the test extra.

@@ -185,7 +185,12 @@ def _landed(tab, href: str) -> None:
 
 
 def _screenshot(tab) -> None:
-    """The box with its results, for the README: the union of the box and the open list, with a margin."""
+    """The box with its results, for the README: the union of the box and the open list, with a margin.
+    Without a Japanese font Chromium would draw the text as empty boxes: the image is not replaced then."""
+    fonts = subprocess.run(["fc-list", ":lang=ja"], capture_output=True, text=True).stdout if shutil.which("fc-list") \
+        else ""
+    if not fonts.strip():
+        pytest.fail("no Japanese font for the README's screenshot; `make test` installs fonts-ipafont-gothic")
     box = tab.locator(".ks").bounding_box()
     listed = tab.locator(LIST).bounding_box()
     left, top = min(box["x"], listed["x"]) - 12, min(box["y"], listed["y"]) - 12
