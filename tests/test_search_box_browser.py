@@ -227,6 +227,12 @@ def test_the_matched_words_are_marked_and_escape_closes_then_clears(context, ser
     assert field.get_attribute("aria-expanded") == "false" and field.input_value() == "判別式"
     field.press("Escape")
     assert field.input_value() == ""
+    _answered(tab, "")
+    assert _results(tab) == []
+    _search(tab, "判別式")
+    assert field.get_attribute("aria-expanded") == "true"
+    tab.locator("footer a").first.focus()  # focus leaves the box: the list closes
+    assert field.get_attribute("aria-expanded") == "false" and not tab.locator(LIST).is_visible()
 
 
 def test_keyboard_moves_through_the_results_with_the_aria_state_kept(context, server):

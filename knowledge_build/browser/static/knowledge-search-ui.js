@@ -154,14 +154,19 @@ function mount(container) {
     } else if (event.key === "Enter" && count && !list.hidden) {
       event.preventDefault();
       list.children[Math.max(active, 0)].querySelector("a").click();
-    } else if (event.key === "Escape" && !list.hidden) {
+    } else if (event.key === "Escape") {
       event.preventDefault();  // the first Escape closes the list; the next one clears the field
-      expand(false);
+      if (!list.hidden) expand(false);
+      else if (input.value) {
+        input.value = "";
+        run();
+      }
     }
   });
   for (const select of [type, level]) select.addEventListener("change", run);
   list.addEventListener("click", () => expand(false));
   document.addEventListener("pointerdown", (event) => { if (!root.contains(event.target)) expand(false); });
+  root.addEventListener("focusout", (event) => { if (!root.contains(event.relatedTarget)) expand(false); });
 
   container.replaceChildren(root);
   stylesheet().then(() => { root.hidden = false; });
