@@ -262,7 +262,7 @@ def build(config: Config, embedder=None, progress: bool = False, strict: bool = 
             terms = BundleTerms(token_cache) if config.search_box else None
             postings = lexical_postings(chunks, token_cache, progress=progress, foreign=extraction.foreign,
                                         also=terms.add if terms else None)
-            bundle = search_box_files(chunks, config, terms.finish()) if terms else None
+            bundle = search_box_files(chunks, config, terms) if terms else None
             artifacts = assemble_v2(chunks, vectors, postings, ANALYZER, describe(embedder), site_info,
                                     config.dense_index, config.exact_max_rows, Path(config.cache_dir),
                                     extra_files=bundle)
@@ -273,13 +273,18 @@ def build(config: Config, embedder=None, progress: bool = False, strict: bool = 
                        time.perf_counter() - started, extraction.summary, site.note)
 
 
-def search_box_files(chunks: list[Chunk], config: Config, postings=None) -> dict[str, bytes]:
-    """The browser search bundle's files (browser/bundle.py), with the site's thesaurus; `postings`:
-    the BundleTerms lexical_postings fed (the chunks are analysed again without it)."""
+def search_box_files(chunks: list[Chunk], config: Config, terms: BundleTerms | None = None) -> dict[str, bytes]:
+    """The browser search bundle's files (browser/bundle.py), with the site's thesaurus; `terms`: the
+    BundleTerms lexical_postings fed (without it the chunks are analysed here)."""
     from .browser.bundle import bundle_files
     from .text.thesaurus import load_thesaurus
 
-    return bundle_files(chunks, load_thesaurus(config.thesaurus), postings=postings)
+    if terms is None:
+        terms = BundleTerms()
+        for start in range(0, len(chunks), 2000):
+            batch = chunks[start:start + 2000]
+            terms.add(batch, _analyzed(batch, None, frozenset()))
+    return bundle_files(chunks, load_thesaurus(config.thesaurus), terms.finish())
 
 
 def _kept(output: Path, build_id: str, diagnostics: list[Diagnostic], started: float) -> BuildResult:

@@ -104,10 +104,13 @@ def test_filters_narrow_to_a_type_and_a_level(built):
     assert {r.level for r in index.search("二次方程式", 10, level=level)} <= {level}
 
 
-def test_the_same_chunks_give_the_same_bytes(built):
+def test_the_same_chunks_give_the_same_bytes_as_the_build(built):
+    from knowledge_build.pipeline import search_box_files
+
     result, config = built
-    chunks = result.chunks
-    assert bundle.bundle_files(chunks, {}) == bundle.bundle_files(list(chunks), {})
+    again = search_box_files(list(result.chunks), config)
+    assert again == search_box_files(list(result.chunks), config)
+    assert again == {name: (result.output / name).read_bytes() for name in again}
 
 
 def test_search_box_off_writes_no_bundle(built, tmp_path):

@@ -23,7 +23,7 @@ import knowledge_build
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "knowledge_build"
-DATA = ("*.py", "*.yml", "*.json", "*.sql", "*.j2")
+DATA = ("*.py", "*.yml", "*.json", "*.sql", "*.j2", "*.js", "*.css", "*.html")
 TIMEOUT = float(os.environ.get("KB_TEST_TIMEOUT", 600))
 # What a copy of the checkout leaves out: environments, caches and earlier builds.
 NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.egg-info", "build", "dist", ".pytest_cache",

@@ -34,6 +34,7 @@ import numpy as np
 from ..index.postings import B, K1, PostingsBuilder
 from ..kinds import BY_TYPE, TYPES
 from ..search.ranking import SearchSettings
+from ..text.tex import readable
 from .analysis import analyze_document, fold
 
 FORMAT = "knowledge-search/1"
@@ -132,17 +133,6 @@ class BundleTerms:
         return self.builder.finish(np.ones(self.builder.rows, dtype=bool))
 
 
-def _postings(chunks, cache=None, foreign: frozenset[str] = frozenset()):
-    """The bundle's postings of `chunks` on their own (the build feeds BundleTerms instead)."""
-    from ..pipeline import _analyzed
-
-    terms = BundleTerms(cache)
-    for start in range(0, len(chunks), 2000):
-        batch = chunks[start:start + 2000]
-        terms.add(batch, _analyzed(batch, cache, foreign))
-    return terms.finish()
-
-
 def english_terms() -> dict[str, str]:
     from ..search.knowledge_index import _english_terms
 
@@ -173,14 +163,10 @@ def _json(value) -> bytes:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], cache=None,
-                 foreign: frozenset[str] = frozenset(), postings=None) -> dict[str, bytes]:
+def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings) -> dict[str, bytes]:
     """Every file of the bundle, by name. `thesaurus`: wording -> textbook terms (text/thesaurus.py's
-    load_thesaurus); `cache`: the build's TokenCache (a rebuild then analyses only changed chunks);
-    `foreign`: the pages in another language (analysed by their words, as the lexical channel does);
-    `postings`: BundleTerms.finish() of a build that fed it (else the chunks are analysed here)."""
+    load_thesaurus); `postings`: BundleTerms.finish() after it was fed every chunk, in order."""
     n = len(chunks)
-    postings = _postings(chunks, cache, foreign) if postings is None else postings
     fields = {}
     scales = []
     for slot, name in enumerate(FIELDS):
@@ -190,7 +176,7 @@ def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], cache=None,
     shard_names = _term_shards(fields, files)
     record_names = []
     for start in range(0, n, RECORD_ROWS):
-        data = _json([[c.id, c.url, c.title, c.type, c.level, list(c.learns), c.excerpt]
+        data = _json([[c.id, c.url, readable(c.title), c.type, c.level, [readable(x) for x in c.learns], readable(c.excerpt)]
                       for c in chunks[start:start + RECORD_ROWS]])
         digest = _named("r", data)
         files[file_name("r", digest)] = data

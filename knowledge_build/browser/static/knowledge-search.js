@@ -237,8 +237,11 @@ export async function open(base) {
   return { filters: { types: entry.types.map(({ value, label }) => ({ value, label })), levels: entry.levels }, search, entry };
 }
 
-// Ranges [start, end) of `text` (string offsets) whose folded characters spell one of `terms`.
+// Ranges [start, end) of `text` (string offsets) whose folded characters spell one of `terms` (terms of
+// one character only when the query has no longer one: 式 alone would light up every formula).
 export function marks(text, terms) {
+  const longer = terms.filter((t) => [...t].length > 1);
+  if (longer.length) terms = longer;
   const chars = [...text], folded = [], origin = [];
   chars.forEach((c, i) => { for (const f of fold(c)) { folded.push(f); origin.push(i); } });
   const hit = new Array(chars.length).fill(false);
