@@ -15,7 +15,7 @@ import pytest
 
 import knowledge_build as kb
 from knowledge_build.browser import bundle
-from knowledge_build.browser.analysis import analyze_document, fold, query_terms, query_texts, romaji_kana
+from knowledge_build.browser.analysis import analyze_document, fold, query_terms, query_texts, romaji_kana, term_key
 from knowledge_build.browser.search import BrowserIndex
 from knowledge_build.index.verify import load_manifest
 from tests.conftest import FakeEmbedder
@@ -43,9 +43,9 @@ def _vocabulary(*texts):
     for text in texts:
         for terms in analyze_document(text).values():
             for term in terms:
-                if term not in found.setdefault(term[0], []):
-                    found[term[0]].append(term)
-    return lambda c: found.get(c, [])
+                if term not in found.setdefault(term_key(term), []):
+                    found[term_key(term)].append(term)
+    return lambda key: found.get(key, [])
 
 
 def test_a_query_is_cut_where_the_sites_own_words_are():
@@ -198,3 +198,51 @@ def test_chromium_analyses_and_ranks_as_python_does(chromium, served):
     assert [[i for i, _ in r] for r in got["ranked"]] == [[i for i, _ in r] for r in expected]
     assert all(abs(a[1] - b[1]) < 1e-9 for x, y in zip(got["ranked"], expected) for a, b in zip(x, y))
     assert got["typed"] and set(got["typed"]) == {"example"}
+
+
+@pytest.mark.browser
+@pytest.mark.corpus
+@pytest.mark.model
+@pytest.mark.xdist_group("corpus-real")
+def test_the_first_query_on_the_reference_corpus_transfers_at_most_150_kb(chromium, corpus_real_index, dev_queries):
+    """README: the first query on the reference corpus fetches at most 150 KB (modules, entry point, shards,
+    records), counted by a real server on 127.0.0.1; each dev query alone stays under it too."""
+    root = corpus_real_index.parent
+    (root / "blank.html").write_text("<!DOCTYPE html><meta charset='utf-8'><title>t</title>", encoding="utf-8")
+    sent: list[int] = []
+
+    class Counting(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def copyfile(self, source, outputfile):
+            data = source.read()
+            outputfile.write(data)
+            sent.append(len(data))
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Counting, directory=root))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    queries = [json.loads(line)["query"] for line in dev_queries.read_text(encoding="utf-8").splitlines()]
+    totals = []
+    try:
+        for query in queries:
+            context = chromium.new_context()
+            page = context.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(f"{base}/blank.html")
+            sent.clear()
+            found = page.evaluate("""async ([module, query]) => {
+                const m = await import(module);
+                const index = await m.open(new URL("./", module));
+                return (await index.search(query, {k: 8})).length;
+            }""", [f"{base}/{corpus_real_index.name}/knowledge-search.js", query])
+            totals.append(sum(sent))
+            context.close()
+            assert found > 0, query
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    box = sum((corpus_real_index / name).stat().st_size for name in ("knowledge-search-ui.js", "knowledge-search.css"))
+    totals = [t + box for t in totals]  # the box's own module and stylesheet, fetched with the first query
+    assert totals[0] <= 150 * 1024 and max(totals) <= 150 * 1024, (totals[0], max(totals))

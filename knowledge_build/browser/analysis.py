@@ -14,8 +14,9 @@ No tokenizer reaches the browser; the site's own vocabulary does, a piece at a t
   such readings of at least MIN_READING kana, inside no longer one, are its reading terms, and the
   body terms inside them are dropped (さんかくひ is 三角比, not サン and カク). So a query
   is cut where the site's own words are, 「二次方程式の解き方」 -> 2, 次, 方程, 式, 解キ, 方, and
-  「はんべつしき」 meets 判別式 by its reading. The vocabulary is fetched by the first character of its
-  terms (bundle.py), so only the pieces a query's characters name are read.
+  「はんべつしき」 meets 判別式 by its reading. The vocabulary is filed by the first two characters of its
+  terms (a term of one character by itself: term_key), so a query fetches only the pieces its
+  characters and pairs of characters name (bundle.py).
 A query also gets the kana of its romaji words (tasukigake -> タスキガケ, read together as the lexical
 channel reads them), the Japanese of its English school terms (expected value -> 期待値, the lexical
 channel's glossary) and the textbook terms of the thesaurus's student wordings (ルート -> 平方根).
@@ -145,18 +146,34 @@ def query_texts(query: str, thesaurus: dict[str, list[str]], english: dict[str, 
     return [t for t in texts if t]
 
 
+def term_key(term: str) -> str:
+    """The key a term is filed under in the bundle: its first two characters (its one character)."""
+    return "".join(list(term)[:2])
+
+
+def query_keys(texts: list[str]) -> list[str]:
+    """The keys whose terms a query's texts may hold: each character and each pair of adjacent ones."""
+    keys: list[str] = []
+    for text in texts:
+        chars = list(text)
+        keys += chars + [a + b for a, b in zip(chars, chars[1:])]
+    return list(dict.fromkeys(keys))
+
+
 def query_terms(query: str, thesaurus: dict[str, list[str]], english: dict[str, str],
-                starting) -> tuple[list[str], list[str]]:
-    """(body terms, reading terms) of a query, each distinct, in order of position. `starting(c)`: the
-    vocabulary's terms that begin with the character c (any field)."""
+                lookup) -> tuple[list[str], list[str]]:
+    """(body terms, reading terms) of a query, each distinct, in order of position. `lookup(key)`: the
+    vocabulary's terms filed under that key (term_key; any field)."""
     body: list[str] = []
     reading: list[str] = []
     for text in query_texts(query, thesaurus, english):
+        chars = list(text)
         spans = []
-        for i, c in enumerate(text):
-            for term in starting(c):
-                if text.startswith(term, i):
-                    spans.append((i, i + len(term), term))
+        for i, c in enumerate(chars):
+            for key in [c, *([c + chars[i + 1]] if i + 1 < len(chars) else [])]:
+                for term in lookup(key):
+                    if text.startswith(term, i):
+                        spans.append((i, i + len(term), term))
         kana = [s for s in spans if s[1] - s[0] >= MIN_READING and all(_is_kana(c) for c in s[2])]
         read = [(a, b, t) for a, b, t in kana if not any(o[0] <= a and b <= o[1] and o[1] - o[0] > b - a for o in kana)]
         reading += [t for _, _, t in read]

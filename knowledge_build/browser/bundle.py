@@ -6,9 +6,8 @@ Files (flat in the set directory, each listed in the manifest like every other f
                                    the names of the other files (fetched only when a query needs them)
   knowledge-search.js, …-ui.js …   the modules and styles of static/, copied byte for byte
   knowledge-search-t<hash>.bin     term shards: each term's postings per field, in the shard the FNV-1a
-                                   hash of its first character picks, so a query fetches only the shards
-                                   of its characters (analysis.py: the vocabulary is read where a term
-                                   may begin)
+                                   hash of its key (its first two characters, analysis.term_key) picks,
+                                   so a query fetches only the shards of its characters and pairs
   knowledge-search-r<hash>.json    display records (id, url, title, type, level, learns, excerpt) of
                                    RECORD_ROWS consecutive rows, fetched only for the results shown
   knowledge-search-p<hash>.bin     per row: its place (results of one place are grouped), type, level
@@ -35,7 +34,7 @@ from ..index.postings import B, K1, PostingsBuilder
 from ..kinds import BY_TYPE, TYPES
 from ..search.ranking import SearchSettings
 from ..text.tex import readable
-from .analysis import analyze_document, fold
+from .analysis import MIN_READING, analyze_document, fold, term_key
 
 FORMAT = "knowledge-search/1"
 PREFIX = "knowledge-search"
@@ -47,7 +46,7 @@ FIELDS = ("body", "reading", "title")
 WEIGHTS = {"body": 1.0, "reading": 1.0, "title": 0.5}
 SHARD_BYTES = 2048  # the shards' mean size the count is chosen for
 MAX_SHARDS = 4096
-RECORD_ROWS = 8
+RECORD_ROWS = 4  # a query shows up to 8 results: records of 4 rows fetch little that is not shown
 TYPE_LABELS = {"rule": "ルール", "method": "解き方", "definition": "定義", "tip": "コツ", "example": "例題",
                "section": "解説", "table": "表"}
 
@@ -126,8 +125,12 @@ class BundleTerms:
         titles = [" ".join((c.material_title, *c.parents, c.title)) for c in chunks]
         heads = analyze_cached(titles, analyze_document, TITLE_ANALYZER, ("body", "reading"), self.cache)
         for doc, head in zip(analyzed, heads):
-            self.builder.add({"body": [fold(t) for t in doc["surface"]], "reading": doc["reading"] + doc["kana_terms"],
-                              "title": list(dict.fromkeys(head["body"] + head["reading"]))})
+            # A query's kana are read as terms of at least MIN_READING kana: shorter readings are never
+            # asked of this field (a title's are: かいのこうしき's カイ is a body term, and 解's reading).
+            reading = [r for r in doc["reading"] + doc["kana_terms"] if len(r) >= MIN_READING]
+            titles = head["body"] + head["reading"]
+            self.builder.add({"body": [fold(t) for t in doc["surface"]], "reading": reading,
+                              "title": list(dict.fromkeys(titles))})
 
     def finish(self):
         return self.builder.finish(np.ones(self.builder.rows, dtype=bool))
@@ -223,7 +226,7 @@ def _term_shards(fields: dict, files: dict[str, bytes]) -> list[str]:
         count *= 2
     shards: list[list[bytes]] = [[] for _ in range(count)]
     for term in every:
-        shards[fnv1a(term[0]) % count].append(encoded[term])
+        shards[fnv1a(term_key(term)) % count].append(encoded[term])
     names = []
     for parts in shards:
         data = b"".join(parts)

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .analysis import fold, query_terms
+from .analysis import fold, query_terms, term_key
 from .bundle import ENTRY, FIELDS, file_name, fnv1a
 
 
@@ -88,20 +88,19 @@ class BrowserIndex:
             self._shards[number] = read_shard((self.dir / file_name("t", self.entry["shards"][number])).read_bytes())
         return self._shards[number]
 
-    def starting(self, char: str) -> list[str]:
-        """The vocabulary's terms that begin with `char`."""
-        shard = self._shard(fnv1a(char) % len(self.entry["shards"]))
-        return [t for t in shard if t[0] == char]
+    def lookup(self, key: str) -> list[str]:
+        """The vocabulary's terms filed under `key` (analysis.term_key)."""
+        return [t for t in self._shard(fnv1a(key) % len(self.entry["shards"])) if term_key(t) == key]
 
     def scores(self, query: str) -> dict[int, float]:
         entry = self.entry
-        body, reading = query_terms(query, entry["thesaurus"], entry["english"], self.starting)
+        body, reading = query_terms(query, entry["thesaurus"], entry["english"], self.lookup)
         scores: dict[int, float] = {}
         for slot, (weight, scale) in enumerate(zip(entry["weights"], entry["scales"])):
             unit = weight * scale
             field = FIELDS[slot]
             for term in (reading if field == "reading" else body + reading if field == "title" else body):
-                found = self._shard(fnv1a(term[0]) % len(entry["shards"]))[term]
+                found = self._shard(fnv1a(term_key(term)) % len(entry["shards"]))[term]
                 rows, q = found[slot]
                 for row, value in zip(rows, q):
                     scores[row] = scores.get(row, 0.0) + unit * value

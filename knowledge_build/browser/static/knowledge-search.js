@@ -89,15 +89,29 @@ function cutsAscii(text, start, end) {
   return (start > 0 && same(text[start - 1], text[start])) || (end < text.length && same(text[end - 1], text[end]));
 }
 
-// (body terms, reading terms) of a query; starting(c): the vocabulary's terms that begin with c.
-export function queryTerms(query, thesaurus, english, starting) {
+export const termKey = (term) => [...term].slice(0, 2).join("");
+
+// The keys whose terms a query's texts may hold: each character and each pair of adjacent ones.
+export function queryKeys(texts) {
+  const keys = [];
+  for (const text of texts) {
+    const chars = [...text];
+    keys.push(...chars, ...chars.slice(1).map((c, i) => chars[i] + c));
+  }
+  return [...new Set(keys)];
+}
+
+// (body terms, reading terms) of a query; lookup(key): the vocabulary's terms filed under key.
+export function queryTerms(query, thesaurus, english, lookup) {
   const body = [], reading = [];
   for (const text of queryTexts(query, thesaurus, english)) {
     const chars = [...text], spans = [];
     for (let i = 0; i < chars.length; i++) {
-      for (const term of starting(chars[i])) {
-        const size = [...term].length;
-        if (chars.slice(i, i + size).join("") === term) spans.push([i, i + size, term]);
+      for (const key of i + 1 < chars.length ? [chars[i], chars[i] + chars[i + 1]] : [chars[i]]) {
+        for (const term of lookup(key)) {
+          const size = [...term].length;
+          if (chars.slice(i, i + size).join("") === term) spans.push([i, i + size, term]);
+        }
       }
     }
     const kana = spans.filter((s) => s[1] - s[0] >= MIN_READING && [...s[2]].every(isKana));
@@ -165,7 +179,7 @@ export async function open(base) {
     if (!shards.has(number)) shards.set(number, readShard(await get(file("t", entry.shards[number]), "bin"), entry.fields.length));
     return shards.get(number);
   };
-  const shardOf = (char) => fnv1a(char) % entry.shards.length;
+  const shardOf = (key) => fnv1a(key) % entry.shards.length;
   let places = null;
   const rowInfo = async () => {
     if (!places) {
@@ -179,21 +193,21 @@ export async function open(base) {
   };
 
   async function scores(query) {
-    const chars = new Set([...queryTexts(query, entry.thesaurus, entry.english).join("")]);
+    const keys = queryKeys(queryTexts(query, entry.thesaurus, entry.english));
     const loaded = new Map();
-    await Promise.all([...new Set([...chars].map(shardOf))].map(async (n) => loaded.set(n, await shard(n))));
-    const starting = (c) => [...loaded.get(shardOf(c)).keys()].filter((t) => [...t][0] === c);
-    const [body, reading] = queryTerms(query, entry.thesaurus, entry.english, starting);
+    await Promise.all([...new Set(keys.map(shardOf))].map(async (n) => loaded.set(n, await shard(n))));
+    const lookup = (key) => [...loaded.get(shardOf(key)).keys()].filter((t) => termKey(t) === key);
+    const [body, reading] = queryTerms(query, entry.thesaurus, entry.english, lookup);
     const found = new Map();
     entry.fields.forEach((field, slot) => {
       const unit = entry.weights[slot] * entry.scales[slot];
       const terms = field === "reading" ? reading : field === "title" ? body.concat(reading) : body;
       for (const term of terms) {
-        const [rows, q] = loaded.get(shardOf([...term][0])).get(term)[slot];
+        const [rows, q] = loaded.get(shardOf(termKey(term))).get(term)[slot];
         for (let i = 0; i < rows.length; i++) found.set(rows[i], (found.get(rows[i]) || 0) + unit * q[i]);
       }
     });
-    return { found, terms: body.concat(reading) };
+    return { found, body, reading };
   }
 
   function typeWeights(query) {
@@ -206,7 +220,7 @@ export async function open(base) {
 
   async function search(query, { k = 8, type = null, level = null } = {}) {
     if (!query || !query.trim()) return [];
-    const [{ found, terms }, info] = await Promise.all([scores(query), rowInfo()]);
+    const [{ found, body, reading }, info] = await Promise.all([scores(query), rowInfo()]);
     const typeCode = type === null ? null : entry.types.findIndex((t) => t.value === type);
     const levelCode = level === null ? null : entry.levels.findIndex((v) => v.value === level);
     const weight = typeWeights(query);
@@ -230,27 +244,38 @@ export async function open(base) {
       const [id, url, title, typeValue, levelValue, learns, excerpt] = records[i][row % size];
       const kind = entry.types.find((t) => t.value === typeValue);
       return { id, url, title, type: typeValue, typeLabel: kind ? kind.label : typeValue, level: levelValue, learns,
-               excerpt, marks: marks(excerpt, terms), score };
+               excerpt, marks: marks(excerpt, body, reading), score };
     });
   }
 
   return { filters: { types: entry.types.map(({ value, label }) => ({ value, label })), levels: entry.levels }, search, entry };
 }
 
-// Ranges [start, end) of `text` (string offsets) whose folded characters spell one of `terms` (terms of
-// one character only when the query has no longer one: 式 alone would light up every formula).
-export function marks(text, terms) {
-  const longer = terms.filter((t) => [...t].length > 1);
-  if (longer.length) terms = longer;
+// Ranges [start, end) of `text` (string offsets) whose folded characters spell one of the body `terms`,
+// or at least MIN_READING kana of a reading (タスキガケ marks the たすき of たすき掛け). A term of one
+// character is marked only beside a longer match (式 of 判別式, not every 式), unless no term is longer.
+export function marks(text, terms, readings = []) {
   const chars = [...text], folded = [], origin = [];
   chars.forEach((c, i) => { for (const f of fold(c)) { folded.push(f); origin.push(i); } });
   const hit = new Array(chars.length).fill(false);
-  for (const term of terms) {
+  const mark = (term, beside) => {
     const t = [...term];
     for (let j = 0; j + t.length <= folded.length; j++) {
-      if (t.every((c, x) => folded[j + x] === c)) for (let x = 0; x < t.length; x++) hit[origin[j + x]] = true;
+      if (!t.every((c, x) => folded[j + x] === c)) continue;
+      const a = origin[j], b = origin[j + t.length - 1];
+      if (beside && !hit[a - 1] && !hit[b + 1]) continue;
+      for (let x = 0; x < t.length; x++) hit[origin[j + x]] = true;
+    }
+  };
+  const longer = terms.filter((t) => [...t].length > 1);
+  for (const term of longer.length ? longer : terms) mark(term, false);
+  for (const reading of readings) {
+    const r = [...reading];
+    for (let size = r.length; size >= MIN_READING; size--) {
+      for (let i = 0; i + size <= r.length; i++) mark(r.slice(i, i + size).join(""), false);
     }
   }
+  if (longer.length) for (const term of terms.filter((t) => [...t].length === 1)) mark(term, true);
   const ranges = [];
   let offset = 0;
   chars.forEach((c, i) => {
