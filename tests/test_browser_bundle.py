@@ -246,3 +246,10 @@ def test_the_first_query_on_the_reference_corpus_transfers_at_most_150_kb(chromi
     box = sum((corpus_real_index / name).stat().st_size for name in ("knowledge-search-ui.js", "knowledge-search.css"))
     totals = [t + box for t in totals]  # the box's own module and stylesheet, fetched with the first query
     assert totals[0] <= 150 * 1024 and max(totals) <= 150 * 1024, (totals[0], max(totals))
+
+
+def test_a_large_site_keeps_the_bundle_to_a_bounded_number_of_files():
+    """The manifest lists every file and is read whole: records and shards are capped at 1,024 files each."""
+    assert bundle.record_rows(1821) == bundle.RECORD_ROWS
+    assert -(-100_000 // bundle.record_rows(100_000)) <= bundle.MAX_RECORD_FILES
+    assert bundle.MAX_SHARDS <= 1024

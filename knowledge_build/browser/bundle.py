@@ -9,7 +9,7 @@ Files (flat in the set directory, each listed in the manifest like every other f
                                    hash of its key (its first two characters, analysis.term_key) picks,
                                    so a query fetches only the shards of its characters and pairs
   knowledge-search-r<hash>.json    display records (id, url, title, type, level, learns, excerpt) of
-                                   RECORD_ROWS consecutive rows, fetched only for the results shown
+                                   consecutive rows (record_rows), fetched only for the results shown
   knowledge-search-p<hash>.bin     per row: its place (results of one place are grouped), type, level
 File names carry the first 8 hex digits of their content's sha256, so a server may let browsers cache
 them forever; the entry point's name is fixed and it changes whenever anything else does.
@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from importlib import resources
 
 import numpy as np
@@ -45,8 +46,16 @@ FIELDS = ("body", "reading", "title")
 # "The search box", has the sweep behind them.
 WEIGHTS = {"body": 1.0, "reading": 1.0, "title": 0.5}
 SHARD_BYTES = 2048  # the shards' mean size the count is chosen for
-MAX_SHARDS = 4096
+# Every file of the bundle is listed in the manifest, which a reader loads whole (at most 1 MiB): at most
+# MAX_SHARDS term shards and MAX_RECORD_FILES record files keep it near 300 KB on any site.
+MAX_SHARDS = 1024
+MAX_RECORD_FILES = 1024
 RECORD_ROWS = 4  # a query shows up to 8 results: records of 4 rows fetch little that is not shown
+
+
+def record_rows(n: int) -> int:
+    """Rows per record file: RECORD_ROWS, more on a site of over 4,096 chunks (MAX_RECORD_FILES)."""
+    return max(RECORD_ROWS, -(-n // MAX_RECORD_FILES))
 TYPE_LABELS = {"rule": "ルール", "method": "解き方", "definition": "定義", "tip": "コツ", "example": "例題",
                "section": "解説", "table": "表"}
 
@@ -142,6 +151,12 @@ def english_terms() -> dict[str, str]:
     return _english_terms()
 
 
+def _excerpt(text: str) -> str:
+    """The excerpt with its maths as text; maths the excerpt's cut left open is dropped (…)."""
+    text = readable(text)
+    return re.sub(r"\\[(\[].*$", "…", text)
+
+
 def _type_weight(type_: str) -> float:
     """The lexical channel's prior for a type (ranking.py's type_weights without a query)."""
     settings = SearchSettings()
@@ -178,9 +193,10 @@ def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings) -> dic
     files: dict[str, bytes] = {}
     shard_names = _term_shards(fields, files)
     record_names = []
-    for start in range(0, n, RECORD_ROWS):
-        data = _json([[c.id, c.url, readable(c.title), c.type, c.level, [readable(x) for x in c.learns], readable(c.excerpt)]
-                      for c in chunks[start:start + RECORD_ROWS]])
+    size = record_rows(n)
+    for start in range(0, n, size):
+        data = _json([[c.id, c.url, readable(c.title), c.type, c.level, [readable(x) for x in c.learns], _excerpt(c.excerpt)]
+                      for c in chunks[start:start + size]])
         digest = _named("r", data)
         files[file_name("r", digest)] = data
         record_names.append(digest)
@@ -197,7 +213,7 @@ def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings) -> dic
         files[name] = data
     entry = {
         "format": FORMAT, "rows": n, "fields": list(FIELDS), "weights": [WEIGHTS[f] for f in FIELDS],
-        "scales": scales, "shards": shard_names, "records": {"rows": RECORD_ROWS, "files": record_names},
+        "scales": scales, "shards": shard_names, "records": {"rows": size, "files": record_names},
         "places": rows_name,
         "types": [{"value": t, "label": TYPE_LABELS.get(t, t), "weight": _type_weight(t),
                    "words": [fold(w) for w in BY_TYPE[t].words] if t in BY_TYPE else []} for t in types],
