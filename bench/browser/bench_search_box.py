@@ -61,7 +61,9 @@ def prepare(work: Path, cache_dir: Path) -> tuple[Path, str, Path]:
         if "knowledge_search.html" not in text:
             layout.write_text(re.sub(r"(<body[^>]*>)", r"\1\n{% include knowledge_search.html %}", text, count=1),
                               encoding="utf-8")
-    subprocess.run(["jekyll", "build", "-q"], cwd=source, check=True)
+    built = subprocess.run(["jekyll", "build", "-q"], cwd=source, capture_output=True, text=True)
+    if built.returncode != 0:
+        sys.exit(f"jekyll build failed (exit {built.returncode}):\n{built.stderr}")
     harness.run_process([*cli, "build", "--site", str(source), "--cache-dir", str(cache_dir)])
     config = (source / "_config.yml").read_text(encoding="utf-8")
     match = re.search(r'^baseurl:\s*"?([^"\n]*)"?', config, re.M)

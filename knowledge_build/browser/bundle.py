@@ -45,7 +45,7 @@ FIELDS = ("body", "reading", "title")
 # field), which kana and romaji queries match; title: page and box titles. docs/retrieval.md,
 # "The search box", has the sweep behind them.
 WEIGHTS = {"body": 1.0, "reading": 1.0, "title": 0.5}
-SHARD_BYTES = 2048  # the shards' mean size the count is chosen for
+SHARD_BYTES = 1024  # the shards' mean size the count is chosen for (a query fetches one per key it holds)
 # Every file of the bundle is listed in the manifest, which a reader loads whole (at most 1 MiB): at most
 # MAX_SHARDS term shards and MAX_RECORD_FILES record files keep it near 300 KB on any site.
 MAX_SHARDS = 1024
