@@ -253,3 +253,20 @@ def test_a_large_site_keeps_the_bundle_to_a_bounded_number_of_files():
     assert bundle.record_rows(1821) == bundle.RECORD_ROWS
     assert -(-100_000 // bundle.record_rows(100_000)) <= bundle.MAX_RECORD_FILES
     assert bundle.MAX_SHARDS <= 1024
+
+
+def test_a_changed_thesaurus_rebuilds_the_bundle_and_an_unchanged_build_writes_nothing(built, tmp_path):
+    _, config = built
+    extra = tmp_path / "thesaurus.yml"
+    extra.write_text("ぶんぼ: [分母]\n", encoding="utf-8")
+    settings = dict(site=Path(config.site), output=tmp_path / "v2", cache_dir=tmp_path / "cache",
+                    env={"KB_THESAURUS": str(extra)})
+    first = kb.build(kb.load_config(**settings), embedder=FakeEmbedder())
+    entry = first.output / bundle.ENTRY
+    assert json.loads(entry.read_bytes())["thesaurus"][fold("ぶんぼ")] == ["分母"]
+    stamp = entry.stat().st_mtime_ns
+    kb.build(kb.load_config(**settings), embedder=FakeEmbedder())
+    assert entry.stat().st_mtime_ns == stamp  # nothing changed: nothing written
+    extra.write_text("ぶんぼ: [分母, 分数]\n", encoding="utf-8")
+    kb.build(kb.load_config(**settings), embedder=FakeEmbedder())
+    assert json.loads(entry.read_bytes())["thesaurus"][fold("ぶんぼ")] == ["分母", "分数"]
