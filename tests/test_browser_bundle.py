@@ -270,3 +270,18 @@ def test_a_changed_thesaurus_rebuilds_the_bundle_and_an_unchanged_build_writes_n
     extra.write_text("ぶんぼ: [分母, 分数]\n", encoding="utf-8")
     kb.build(kb.load_config(**settings), embedder=FakeEmbedder())
     assert json.loads(entry.read_bytes())["thesaurus"][fold("ぶんぼ")] == ["分母", "分数"]
+
+
+def test_validate_checks_every_file_of_the_bundle(built, tmp_path):
+    from click.testing import CliRunner
+
+    from knowledge_build.cli import main
+
+    copy = tmp_path / "v2"
+    shutil.copytree(built[0].output, copy)
+    shard = next(p for p in sorted(copy.iterdir()) if p.name.startswith("knowledge-search-t"))
+    data = bytearray(shard.read_bytes())
+    data[-1] ^= 1
+    shard.write_bytes(bytes(data))
+    result = CliRunner().invoke(main, ["validate", "--site", str(built[1].site), "--index", str(copy), "--no-embedder-check"])
+    assert result.exit_code != 0 and shard.name in result.output and "Traceback" not in result.output, result.output

@@ -56,11 +56,18 @@ def open_set(path: Path, manifest: dict, full: bool | None = None) -> OpenedV2:
     entries = manifest["files"]
     for name in CONTENT_FILES:
         _check_size(path, name, entries)
+    # validate and publish (full=True) also check the files the loader does not read: the search box's bundle.
+    others = sorted(set(entries) - set(CONTENT_FILES)) if full is True else []
     if full is None:
         full = sum(entries[name]["size"] for name in CONTENT_FILES) <= FULL_CHECK_BYTES
     if full:
         for name in CONTENT_FILES:
             _check_sha256(path, name, entries[name]["sha256"])
+    for name in others:
+        if not isinstance(name, str) or name != Path(name).name or name.startswith("."):
+            raise ChecksumMismatch(path, str(name), "not a file name of an artifact set")
+        _check_size(path, name, entries)
+        _check_sha256(path, name, entries[name]["sha256"])
     n, dim = manifest["counts"]["chunks"], manifest["embedder"]["dim"]
     lex = manifest["lexical"]
     fields, tokens, postings_count = tuple(lex["fields"]), lex["tokens"], lex["postings"]
