@@ -33,13 +33,34 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def write_files(directory: Path, files: dict[str, bytes]) -> None:
-    """Write and fsync every file, then the directory entry list itself."""
+    """Write every file and make it durable, then the directory entry list itself. Where Linux's
+    syncfs is there, one call flushes them all (a set holds hundreds of small files of the search box's
+    bundle, and an fsync each took seconds); elsewhere, or if it fails, each file is fsynced."""
     for name, data in sorted(files.items()):
         with open(directory / name, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+    if not syncfs(directory):
+        for name in sorted(files):
+            with open(directory / name, "rb+") as handle:
+                os.fsync(handle.fileno())
     fsync_dir(directory)
+
+
+def syncfs(directory: Path) -> bool:
+    """Flush the file system that holds `directory` (Linux syncfs); False where it cannot be done."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        call = libc.syncfs
+    except (OSError, AttributeError):
+        return False
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return call(fd) == 0
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(directory: Path) -> None:

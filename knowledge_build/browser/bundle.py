@@ -27,6 +27,7 @@ import hashlib
 import json
 import math
 import re
+from functools import lru_cache
 from importlib import resources
 
 import numpy as np
@@ -86,8 +87,12 @@ def varints(values: np.ndarray) -> bytes:
     return out.tobytes()
 
 
-def _varint(value: int) -> bytes:
-    return varints(np.array([value]))
+def _put_varint(value: int, out: bytearray) -> None:
+    """Append the LEB128 of one non-negative integer (the per-term loop: numpy's call costs more)."""
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
 
 
 def _impacts(postings, field: str, slot: int, n_rows: int):
@@ -111,7 +116,7 @@ def _impacts(postings, field: str, slot: int, n_rows: int):
         raw[keys[i][len(prefix):].decode()] = (rows, score)
         top = max(top, float(score.max()))
     scale = top / 255 if top else 1.0
-    return {term: (rows, np.clip(np.rint(score / scale), 1, 255).astype(np.uint8))
+    return {term: (rows.tolist(), np.clip(np.rint(score / scale), 1, 255).astype(np.uint8).tobytes())
             for term, (rows, score) in raw.items()}, scale
 
 
@@ -133,12 +138,13 @@ class BundleTerms:
 
         titles = [" ".join((c.material_title, *c.parents, c.title)) for c in chunks]
         heads = analyze_cached(titles, analyze_document, TITLE_ANALYZER, ("body", "reading"), self.cache)
+        fold_word = lru_cache(maxsize=1 << 16)(fold)  # a site's words repeat: fold each once
         for doc, head in zip(analyzed, heads):
             # A query's kana are read as terms of at least MIN_READING kana: shorter readings are never
             # asked of this field (a title's are: かいのこうしき's カイ is a body term, and 解's reading).
             reading = [r for r in doc["reading"] + doc["kana_terms"] if len(r) >= MIN_READING]
             titles = head["body"] + head["reading"]
-            self.builder.add({"body": [fold(t) for t in doc["surface"]], "reading": reading,
+            self.builder.add({"body": [fold_word(t) for t in doc["surface"]], "reading": reading,
                               "title": list(dict.fromkeys(titles))})
 
     def finish(self):
@@ -231,11 +237,19 @@ def _term_shards(fields: dict, files: dict[str, bytes]) -> list[str]:
     every = sorted(set().union(*(f.keys() for f in fields.values())))
     encoded = {}
     for term in every:
-        parts = [_varint(len(term.encode("utf-8"))), term.encode("utf-8")]
+        raw = term.encode("utf-8")
+        data = bytearray()
+        _put_varint(len(raw), data)
+        data += raw
         for name in FIELDS:
-            rows, q = fields[name].get(term, (np.zeros(0, np.int64), np.zeros(0, np.uint8)))
-            parts += [_varint(len(rows)), varints(np.diff(rows, prepend=0)), q.tobytes()]
-        encoded[term] = b"".join(parts)
+            rows, q = fields[name].get(term, ((), b""))
+            _put_varint(len(rows), data)
+            previous = 0
+            for row in rows:
+                _put_varint(row - previous, data)
+                previous = row
+            data += q
+        encoded[term] = bytes(data)
     total = sum(len(v) for v in encoded.values())
     count = 1
     while count < MAX_SHARDS and total / count > SHARD_BYTES:
