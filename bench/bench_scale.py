@@ -261,7 +261,8 @@ def _size_mb(directory: Path) -> tuple[float, str]:
 def measure(site: Path, work: Path, size: int, schema: int, args, queries: list[str]) -> dict:
     output, cache = work / f"out-v{schema}", work / f"cache-v{schema}"  # own caches: the first build is cold
     settings = {"KB_ARTIFACT_SCHEMA": str(schema), **({"KB_DENSE_INDEX": args.dense_index} if args.dense_index else {}),
-                **({"KB_EXACT_MAX_ROWS": str(args.exact_max_rows)} if args.exact_max_rows else {})}
+                **({"KB_EXACT_MAX_ROWS": str(args.exact_max_rows)} if args.exact_max_rows else {}),
+                **({"KB_SEARCH_BOX": args.search_box} if args.search_box else {})}
     label = f"{size:,} v{schema}"
     log(f"{label}: build (cold caches)")
     first = _child(f"{label} build", "_build", str(site), str(output), str(cache), json.dumps(settings))
@@ -386,6 +387,7 @@ def main() -> None:
     parser.add_argument("--baseline-sizes", type=int, nargs="*", default=[],
                         help="sizes also built as schema 1 in the same run, e.g. 1000 10000")
     parser.add_argument("--dense-index", choices=("auto", "exact", "ivf"), help="passed as KB_DENSE_INDEX")
+    parser.add_argument("--search-box", choices=("true", "false"), help="passed as KB_SEARCH_BOX (default: the setting's, true)")
     parser.add_argument("--exact-max-rows", type=int, help="passed as KB_EXACT_MAX_ROWS")
     parser.add_argument("--probes", type=int, help="lists probed in the recall check (default: the loader's)")
     parser.add_argument("--queries", type=Path, default=harness.DEV_QUERIES)
