@@ -25,12 +25,9 @@ channel's glossary) and the textbook terms of the thesaurus's student wordings (
 from __future__ import annotations
 
 import re
-import unicodedata
 
-from ..text.ja import ROMAJI, nfkc
+from ..text.ja import ROMAJI, kanji_number, nfkc
 
-_DIGITS = {c: i for i, c in enumerate("〇一二三四五六七八九")}
-_UNITS = {"十": 10, "百": 100, "千": 1000}
 _NUMERAL = re.compile("[〇一二三四五六七八九十百千]+")
 _WORD = re.compile("[a-z]+")
 
@@ -56,20 +53,6 @@ def fold(text: str) -> str:
     text = nfkc(text).lower()
     text = _NUMERAL.sub(lambda m: str(kanji_number(m.group())), text)
     return "".join(chr(ord(c) + 0x60) if "\u3041" <= c <= "\u3096" else c for c in text)
-
-
-def kanji_number(text: str) -> int:
-    """二 -> 2, 十二 -> 12, 二百五 -> 205; a run of digits only is read positionally (二〇 -> 20)."""
-    if all(c in _DIGITS for c in text):
-        return int("".join(str(_DIGITS[c]) for c in text))
-    total, digit = 0, 0
-    for c in text:
-        if c in _DIGITS:
-            digit = digit * 10 + _DIGITS[c]
-        else:
-            total += (digit or 1) * _UNITS[c]
-            digit = 0
-    return total + digit
 
 
 def romaji_kana(text: str) -> str:

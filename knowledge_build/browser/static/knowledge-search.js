@@ -25,6 +25,7 @@ for (const [onset, kana] of Object.entries(ONSETS)) {
   [..."aiueo"].forEach((vowel, i) => { SYLLABLES[onset + vowel] = typeof kana === "string" ? [...kana][i] : kana[i]; });
 }
 
+// text/ja.py's kanji_number: 二 -> 2, 十二 -> 12, 二百五 -> 205, a run of digits only positionally (二〇 -> 20).
 function kanjiNumber(text) {
   const chars = [...text];
   if (chars.every((c) => DIGITS.includes(c))) {
@@ -32,7 +33,7 @@ function kanjiNumber(text) {
   }
   let total = 0n, digit = 0n;
   for (const c of chars) {
-    if (DIGITS.includes(c)) digit = digit * 10n + BigInt(DIGITS.indexOf(c));
+    if (DIGITS.includes(c)) digit = BigInt(DIGITS.indexOf(c));
     else { total += (digit || 1n) * UNITS[c]; digit = 0n; }
   }
   return (total + digit).toString();
