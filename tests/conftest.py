@@ -228,3 +228,23 @@ def fresh_db(pg_server):
     with psycopg.connect(pg_server["url"], autocommit=True) as conn:
         conn.execute(f'create database "{name}"')
     return pg_server["url"].replace("/postgres?", f"/{name}?")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's headless Chromium through playwright (KB_CHROMIUM overrides the path; waits bounded by
+    KB_TEST_TIMEOUT seconds), one per test module."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("the playwright package is not installed; `make test` installs the test extra")
+    chromium = os.environ.get("KB_CHROMIUM", "/usr/bin/chromium")
+    if shutil.which(chromium) is None:
+        pytest.fail(f"Chromium not found at {chromium}; `make test` installs Debian's chromium package "
+                    "(or set KB_CHROMIUM)")
+    timeout_ms = float(os.environ.get("KB_TEST_TIMEOUT", "120")) * 1000
+    with sync_playwright() as playwright:
+        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
+        launched = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"], timeout=timeout_ms)
+        yield launched
+        launched.close()

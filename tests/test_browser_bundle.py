@@ -21,7 +21,6 @@ from knowledge_build.index.verify import load_manifest
 from tests.conftest import FakeEmbedder
 
 TIMEOUT_MS = float(os.environ.get("KB_TEST_TIMEOUT", "120")) * 1000
-CHROMIUM = os.environ.get("KB_CHROMIUM", "/usr/bin/chromium")
 STATIC = Path(kb.__file__).parent / "browser" / "static"
 
 
@@ -139,19 +138,6 @@ QUERIES = ["二次方程式を公式で解きたい", "たすきがけ", "タス
            "x^2-5x+6=0 を解く", "連立方程式 代入法", "比例と反比例の違い"]
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("the playwright package is not installed; `make test` installs the test extra")
-    if shutil.which(CHROMIUM) is None:
-        pytest.fail(f"Chromium not found at {CHROMIUM}; `make test` installs Debian's chromium package (or set KB_CHROMIUM)")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], timeout=TIMEOUT_MS)
-        yield browser
-        browser.close()
-
 
 @pytest.fixture(scope="module")
 def served(built):
@@ -171,9 +157,9 @@ def served(built):
 
 
 @pytest.mark.browser
-def test_chromium_analyses_and_ranks_as_python_does(chromium, served):
+def test_chromium_analyses_and_ranks_as_python_does(browser, served):
     base, output = served
-    page = chromium.new_page()
+    page = browser.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     try:
         page.goto(f"{base}/blank.html")
@@ -204,7 +190,7 @@ def test_chromium_analyses_and_ranks_as_python_does(chromium, served):
 @pytest.mark.corpus
 @pytest.mark.model
 @pytest.mark.xdist_group("corpus-real")
-def test_the_first_query_on_the_reference_corpus_transfers_at_most_150_kb(chromium, corpus_real_index, dev_queries):
+def test_the_first_query_on_the_reference_corpus_transfers_at_most_150_kb(browser, corpus_real_index, dev_queries):
     """README: the first query on the reference corpus fetches at most 150 KB (modules, entry point, shards,
     records), counted by a real server on 127.0.0.1; each dev query alone stays under it too."""
     root = corpus_real_index.parent
@@ -227,7 +213,7 @@ def test_the_first_query_on_the_reference_corpus_transfers_at_most_150_kb(chromi
     totals = []
     try:
         for query in queries:
-            context = chromium.new_context()
+            context = browser.new_context()
             page = context.new_page()
             page.set_default_timeout(TIMEOUT_MS)
             page.goto(f"{base}/blank.html")

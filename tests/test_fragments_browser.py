@@ -19,7 +19,6 @@ import html
 import http.server
 import os
 import re
-import shutil
 import threading
 from pathlib import Path
 
@@ -30,7 +29,6 @@ from knowledge_build.html.fragments import section_fragment
 pytestmark = pytest.mark.browser
 
 TIMEOUT_MS = float(os.environ.get("KB_TEST_TIMEOUT", "120")) * 1000
-CHROMIUM = os.environ.get("KB_CHROMIUM", "/usr/bin/chromium")
 
 # The test page: (tag, text, id) blocks; tall empty gaps (no text) between sections keep each
 # heading's neighbours out of the viewport, so "in view" means "this one".
@@ -68,22 +66,6 @@ def _link(n: int) -> str:
     return section_fragment(heading, anchor=id_, text_before="\n".join(texts[:n]),
                             text_after="\n".join(texts[n + 1:]))
 
-
-@pytest.fixture(scope="module")
-def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("the playwright package is not installed; `make test` installs the test extra")
-    if shutil.which(CHROMIUM) is None:
-        pytest.fail(f"Chromium not found at {CHROMIUM}; `make test` installs Debian's chromium package "
-                    "(or set KB_CHROMIUM)")
-    with sync_playwright() as playwright:
-        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"],
-                                              timeout=TIMEOUT_MS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")

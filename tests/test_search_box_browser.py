@@ -29,7 +29,6 @@ from .conftest import ROOT, SITE, FakeEmbedder
 pytestmark = pytest.mark.browser
 
 TIMEOUT_MS = float(os.environ.get("KB_TEST_TIMEOUT", "120")) * 1000
-CHROMIUM = os.environ.get("KB_CHROMIUM", "/usr/bin/chromium")
 BASEURL = "/math-note"
 PAGE = f"{BASEURL}/junior/%E4%B8%80%E6%AC%A1%E6%96%B9%E7%A8%8B%E5%BC%8F.html"  # 一次方程式: no answer is on it
 SCREENSHOT = ROOT / "docs" / "images" / "search-box.png"
@@ -87,21 +86,6 @@ def server(site, tmp_path_factory):
     httpd.shutdown()
     httpd.server_close()
 
-
-@pytest.fixture(scope="module")
-def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("the playwright package is not installed; `make test` installs the test extra")
-    if shutil.which(CHROMIUM) is None:
-        pytest.fail(f"Chromium not found at {CHROMIUM}; `make test` installs Debian's chromium package "
-                    "(or set KB_CHROMIUM)")
-    with sync_playwright() as playwright:
-        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], timeout=TIMEOUT_MS)
-        yield chromium
-        chromium.close()
 
 
 def _new_context(browser, **options):
