@@ -19,7 +19,7 @@ import pytest
 from knowledge_build.html.fragments import fragment_lands, parse_text_directives
 
 from .generated_sites.fixtures import SITE_PARAMS
-from .test_fragments_browser import TIMEOUT_MS, browser  # noqa: F401  (the module's Chromium fixture)
+from .test_fragments_browser import TIMEOUT_MS  # the browser fixture is conftest's
 
 pytestmark = [pytest.mark.browser, pytest.mark.model, pytest.mark.generators]
 
