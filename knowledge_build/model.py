@@ -61,6 +61,16 @@ class Chunk:
                           self.parents)
 
     @property
+    def lexical_text(self) -> str:
+        """What the lexical channel analyses: page title, headings and box title, learns, content
+        (text/ja.py, analyze_box); learns as shown, template lines included: on JSQuAD they were
+        BM25's only repetition of the title, see docs/retrieval.md."""
+        from .text.ja import box_text
+
+        return box_text(self.material_title, " ".join((*self.parents, self.title)),
+                        f"{' '.join(self.learns)}\n{retrieval_content(self.content)}")
+
+    @property
     def embedded_learns(self) -> tuple[str, ...]:
         """The learns the passage embedding sees (a heuristic box's template lines are shown, not embedded)."""
         return embedded_learns(self.learns, self.learns_source, self.type, self.title)

@@ -29,7 +29,7 @@ from .progress import Progress
 from .site.jekyll import Site, find_pages, open_site, title_suffix
 from .site.page import Page
 from .site.scan import scan_page
-from .text.ja import ANALYZER, FIELDS, analyze_box, box_text
+from .text.ja import ANALYZER, FIELDS, analyze_box
 from .text.token_cache import FILE_NAME as TOKENS_FILE
 from .text.token_cache import TokenCache, analyze_cached
 
@@ -166,11 +166,8 @@ def _scan_pages(site: Site, paths: list[Path], config: Config, slugs: TokenCache
 
 
 def lexical_text(chunk: Chunk) -> str:
-    """What the lexical channel analyses: page title, box title, learns, content (analyze_box); learns
-    as shown, template lines included: on JSQuAD they were BM25's only repetition of the title, see
-    docs/retrieval.md."""
-    return box_text(chunk.material_title, " ".join((*chunk.parents, chunk.title)),
-                    f"{' '.join(chunk.learns)}\n{retrieval_content(chunk.content)}")
+    """What the lexical channel analyses (Chunk.lexical_text)."""
+    return chunk.lexical_text
 
 
 def lexical_fields(chunks: list[Chunk], cache: TokenCache | None = None,

@@ -134,14 +134,7 @@ class Postings:
         return found
 
     def _search(self, wanted: bytes) -> int:
-        lo, hi = 0, len(self)
-        vocab, offsets = self.vocab, self._offsets
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if vocab[offsets[mid]:offsets[mid + 1]] < wanted:
-                lo = mid + 1
-            else:
-                hi = mid
+        lo, vocab, offsets = self._search_at_least(wanted), self.vocab, self._offsets
         return lo if lo < len(self) and vocab[offsets[lo]:offsets[lo + 1]] == wanted else -1
 
     def _slot(self, field: str) -> int:
@@ -205,6 +198,33 @@ class Postings:
         if found < 0:
             return np.zeros(0, dtype=np.int64)
         return np.asarray(self.rows[int(self.indptr[found]):int(self.indptr[found + 1])])
+
+    def field_lists(self, field: str) -> list[list[str]]:
+        """Per row, the field's tokens, each repeated as often as the row holds it, in token order
+        (what the row's token list was, but for its order)."""
+        prefix = key(field, "")
+        out: list[list[str]] = [[] for _ in range(self.size)]
+        start = self._search_at_least(prefix)
+        for token in range(start, len(self)):
+            raw = self.vocab[self._offsets[token]:self._offsets[token + 1]]
+            if not raw.startswith(prefix):
+                break
+            text = raw[len(prefix):].decode("utf-8")
+            begin, end = int(self.indptr[token]), int(self.indptr[token + 1])
+            for row, tf in zip(np.asarray(self.rows[begin:end]).tolist(), np.asarray(self.tf[begin:end]).tolist()):
+                out[row].extend([text] * tf)
+        return out
+
+    def _search_at_least(self, wanted: bytes) -> int:
+        lo, hi = 0, len(self)
+        vocab, offsets = self.vocab, self._offsets
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if vocab[offsets[mid]:offsets[mid + 1]] < wanted:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
 
     def row_length(self, field: str, rows: np.ndarray) -> np.ndarray:
         return np.asarray(self.lengths[self._slot(field)])[rows].astype(np.float64)

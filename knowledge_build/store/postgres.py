@@ -48,9 +48,18 @@ def connect(url: str, connect_timeout: float = 5.0, statement_timeout_ms: int | 
 
 def migration_sql(dim: int) -> list[tuple[str, str]]:
     """(version, SQL) of every shipped migration, in order, with the vector dimension filled in."""
+    from ..search.ranking import SearchSettings
+    from .lexical import sql_tokens
+
     folder = resources.files("knowledge_build.store").joinpath("migrations")
     files = sorted((f.name, f.read_text(encoding="utf-8")) for f in folder.iterdir() if f.name.endswith(".sql"))
-    return [(name.removesuffix(".sql"), text.replace(DIM_TOKEN, str(int(dim)))) for name, text in files]
+    tokens = {DIM_TOKEN: str(int(dim)), **sql_tokens(SearchSettings())}
+    out = []
+    for name, text in files:
+        for token, value in tokens.items():
+            text = text.replace(token, value)
+        out.append((name.removesuffix(".sql"), text))
+    return out
 
 
 def migrate(conn, dim: int) -> list[str]:
@@ -104,6 +113,7 @@ class PublishPlan:
     delete: list[str] = field(default_factory=list)
     unchanged: int = 0
     previous_build: str | None = None
+    terms: int = 0  # chunks whose lexical terms were (re)written (store/lexical.py)
 
     @property
     def changes(self) -> int:
@@ -115,18 +125,20 @@ class PublishPlan:
 
 
 def load_publishable(index_dir: Path):
-    """The verified artifact set as (manifest, chunk dicts, vectors); a schema 2 set verified in full
-    (its vectors are fp16, published as the float32 values they decode to)."""
+    """The verified artifact set as (manifest, chunk dicts, vectors, kana2 token lists by row); a
+    schema 2 set verified in full (its vectors are fp16, published as the float32 values they decode to)."""
     from ..index.verify_v2 import open_set
 
     artifacts = read_artifacts(index_dir)
     if artifacts.manifest["schema_version"] == 1:
-        chunks, index, _ = decode(artifacts, index_dir)
+        chunks, index, lexical = decode(artifacts, index_dir)
+        kana2 = lexical["fields"].get("kana2") or [[] for _ in chunks]
     else:
         opened = open_set(Path(index_dir), artifacts.manifest, full=True)
         chunks, index = [opened.chunks.raw(row) for row in range(len(opened.chunks))], opened.index
+        kana2 = opened.postings.field_lists("kana2") if "kana2" in opened.postings.fields else [[] for _ in chunks]
     vectors = index.reconstruct_n(0, index.ntotal) if index.ntotal else np.zeros((0, index.d), np.float32)
-    return artifacts.manifest, chunks, vectors
+    return artifacts.manifest, chunks, vectors, kana2
 
 
 def fingerprint(row: dict) -> str:
@@ -163,7 +175,9 @@ def plan_publish(conn, manifest: dict, chunks: list[dict]) -> PublishPlan:
 
 def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False) -> PublishPlan:
     """Diff the artifacts against the table and apply the difference in one transaction."""
-    manifest, chunks, vectors = load_publishable(index_dir)
+    from .lexical import publish_terms
+
+    manifest, chunks, vectors, kana2 = load_publishable(index_dir)
     dim = int(manifest["embedder"]["dim"])
     if dry_run:
         return plan_publish(conn, manifest, chunks)
@@ -175,6 +189,7 @@ def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False
         _upsert(conn, [rows[i] for i in plan.insert + plan.update], progress)
         if plan.delete:
             conn.execute("delete from knowledge_chunks where id = any(%s)", (plan.delete,))
+        plan.terms = publish_terms(conn, chunks, kana2, set(plan.insert) | set(plan.update), progress)
         for key, value in (("build_id", manifest["build_id"]),
                            ("embedder", json.dumps(manifest["embedder"], ensure_ascii=False, sort_keys=True)),
                            ("chunks", str(len(chunks)))):

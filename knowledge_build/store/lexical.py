@@ -1,0 +1,217 @@
+"""The database's lexical channel: terms that need no tokenizer at query time.
+
+The `search_knowledge(query_text, …)` RPC (migration 006) analyses a query in SQL alone, so the
+terms it matches are ones SQL can cut: character bigrams. Each published chunk gets three fields
+of them, kept as posting lists in `knowledge_terms` (one row per term: the chunks that hold it and
+how often) and as the chunk's own bag in `knowledge_chunk_terms` (what an incremental publish
+takes back out):
+
+- `t`: bigrams of the folded lexical text (page title, headings, box title, learns, content:
+  pipeline.lexical_text), a run of one character as itself;
+- `h`: the same of the titles alone (page title, headings, box title);
+- `k`: bigrams of the text's kana reading, the artifacts' own `kana2` tokens (the tokenizer's
+  readings, read at build time), in hiragana: 「たすきがけ」 typed in kana meets たすき掛け's
+  reading たすきがけ.
+
+Folding is the same on both sides and written once here: NFKC, ASCII upper case to lower, katakana
+to hiragana, and the characters of SEPARATORS cut runs. `sql_tokens()` gives the migration the
+same constants (so SQL and Python cannot drift apart); tests hold the two to the same terms.
+"""
+
+from __future__ import annotations
+
+import string
+import unicodedata
+from collections import Counter
+
+FIELDS = ("t", "h", "k")
+SEPARATOR = "\x1f"  # never in a folded text: it is a separator itself
+# Whitespace, ASCII punctuation and the Japanese punctuation, brackets and marks that part words.
+SEPARATORS = ("\t\n\r\x0b\x0c \x1f" + string.punctuation +
+              "、。・「」『』【】〈〉《》〔〕〘〙〚〛…‥〜～“”‘’※→←↑↓⇒⇔○●◯△▲□■◆◇★☆♪")
+_KATAKANA = "".join(chr(c) for c in range(0x30A1, 0x30F7))  # ァ … ヶ
+_HIRAGANA = "".join(chr(c - 0x60) for c in range(0x30A1, 0x30F7))  # ぁ … ゖ
+_FOLD = str.maketrans(string.ascii_uppercase + _KATAKANA + SEPARATORS,
+                      string.ascii_lowercase + _HIRAGANA + " " * len(SEPARATORS))
+
+
+def fold(text: str) -> str:
+    """NFKC, ASCII lower case, katakana as hiragana, every separator a space (SQL: knowledge_fold)."""
+    return unicodedata.normalize("NFKC", text or "").translate(_FOLD)
+
+
+def bigrams(folded: str) -> list[str]:
+    """The character bigrams of each run of a folded text (a one-character run is its own term)."""
+    out: list[str] = []
+    for run in folded.split():
+        out.extend([run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)])
+    return out
+
+
+def chunk_terms(lexical_text: str, titles: str, kana2: list[str]) -> dict[str, Counter]:
+    """A chunk's bag per field: `lexical_text` (pipeline.lexical_text), `titles` (page title,
+    headings, box title) and the artifacts' kana2 tokens (katakana bigrams of its reading)."""
+    return {"t": Counter(bigrams(fold(lexical_text))), "h": Counter(bigrams(fold(titles))),
+            "k": Counter(fold(token) for token in kana2 if token)}
+
+
+def bag(fields: dict[str, Counter]) -> tuple[list[str], list[int], list[int]]:
+    """(terms, tfs, lengths) as stored: terms keyed `field \\x1f term` in sorted order, tf capped at
+    32767 (smallint), each field's length (its token count, at least 1, as the artifacts count)."""
+    terms, tfs = [], []
+    for name in FIELDS:
+        for term, tf in sorted(fields.get(name, Counter()).items()):
+            terms.append(f"{name}{SEPARATOR}{term}")
+            tfs.append(min(tf, 32767))
+    lengths = [max(1, sum(fields.get(name, Counter()).values())) for name in FIELDS]
+    return terms, tfs, lengths
+
+
+def _e_string(text: str) -> str:
+    """`text` as a Postgres E'' literal."""
+    escaped = text.replace("\\", "\\\\").replace("'", "\\'")
+    for char, name in (("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"), ("\x0b", "\\013"), ("\x0c", "\\f"),
+                       ("\x1f", "\\037")):
+        escaped = escaped.replace(char, name)
+    return f"E'{escaped}'"
+
+
+def sql_tokens(settings) -> dict[str, str]:
+    """The migration's placeholders that come from Python: the fold's character tables, the search
+    settings the RPC shares with the artifacts path (ranking.py), the words that name a kind."""
+    from ..kinds import KINDS
+    from ..index.postings import B, K1
+
+    source = string.ascii_uppercase + _KATAKANA + SEPARATORS
+    target = string.ascii_lowercase + _HIRAGANA + " " * len(SEPARATORS)
+    intents = ", ".join(f"({_e_string(k.type)}, {_e_string(word)})" for k in KINDS for word in k.words)
+    weights = settings.field_weights
+    return {
+        "__FOLD_FROM__": _e_string(source), "__FOLD_TO__": _e_string(target),
+        "__K1__": repr(K1), "__B__": repr(B),
+        "__CANDIDATES__": str(int(settings.candidates)),
+        "__DENSE_WEIGHT__": repr(float(settings.channel_weights["dense"])),
+        "__LEXICAL_WEIGHT__": repr(float(settings.channel_weights["lexical"])),
+        "__WEIGHT_T__": repr(float(weights.get("lemma", 1.0))),
+        "__WEIGHT_H__": repr(float(weights.get("heading", 0.2))),
+        "__WEIGHT_K__": repr(float(weights.get("kana2", 0.2))),
+        "__EXAMPLE_WEIGHT__": repr(float(settings.example_weight)),
+        "__SECTION_WEIGHT__": repr(float(settings.section_weight)),
+        "__TABLE_WEIGHT__": repr(float(settings.table_weight)),
+        "__INTENT_BOOST__": repr(float(settings.intent_boost)),
+        "__INTENTS__": intents,
+        "__COSINE_CENTRE__": repr(float(settings.relevance_cosine_centre)),
+        "__PART_COSINE_CENTRE__": repr(float(settings.relevance_part_cosine_centre)),
+        "__COSINE_SLOPE__": repr(float(settings.relevance_cosine_slope)),
+        "__COVERAGE_CENTRE__": repr(float(COVERAGE_CENTRE)),
+        "__COVERAGE_SLOPE__": repr(float(settings.relevance_coverage_slope)),
+        "__RELEVANCE_WINDOW__": str(int(settings.relevance_window)),
+        "__RELEVANCE_THRESHOLD__": repr(float(settings.relevance_threshold)),
+    }
+
+
+# Relevance's lexical coverage read in the bigram field (whose coverage of a matching chunk differs
+# from the word fields'): its centre, chosen on the off-topic tuning file (docs/retrieval.md).
+COVERAGE_CENTRE = 0.30
+
+
+# --- publish ---------------------------------------------------------------------------------
+
+# Above this share of the published chunks to (re)write, the posting lists are rebuilt whole.
+REBUILD_SHARE = 0.2
+
+
+def chunk_bag(chunk: dict, kana2: list[str]) -> tuple[list[str], list[int], list[int]]:
+    """The stored bag (terms, tfs, lengths) of one published chunk dict."""
+    from ..model import Chunk
+
+    item = Chunk.from_dict(chunk)
+    titles = " ".join((item.material_title, *item.parents, item.title))
+    return bag(chunk_terms(item.lexical_text, titles, kana2))
+
+
+def publish_terms(conn, chunks: list[dict], kana2: list[list[str]], changed: set[str], progress: bool = False) -> int:
+    """Bring the lexical tables in line with the chunks just published (inside the publish's
+    transaction, after the rows were written): take the old bags of changed and deleted chunks out
+    of the posting lists, put the new ones in, and recount the statistics. `kana2[i]` holds
+    chunks[i]'s reading bigrams; `changed`: the ids inserted or updated. Returns how many chunks
+    got new bags."""
+    from ..progress import Progress
+
+    rows = {c["id"]: i for i, c in enumerate(chunks)}
+    termed = {r[0] for r in conn.execute("select id from knowledge_chunk_terms")}
+    stale = sorted((changed & termed) | (termed - rows.keys()))
+    needed = sorted(changed | (rows.keys() - termed))
+    rebuild = len(needed) > REBUILD_SHARE * max(1, len(rows)) or \
+        conn.execute("select not exists (select from knowledge_terms)").fetchone()[0]
+    if rebuild:
+        conn.execute("truncate knowledge_terms, knowledge_chunk_terms")
+        needed = sorted(rows)
+    elif stale:
+        _take_out(conn, stale)
+    _number_new_chunks(conn)
+    nums = dict(conn.execute("select id, num from knowledge_chunks where id = any(%s)", (needed,)).fetchall())
+    with Progress("indexing terms", len(needed), "chunk", progress) as bar, \
+            conn.cursor().copy("copy knowledge_chunk_terms (num, id, lengths, terms, tfs) from stdin") as copy:
+        for chunk_id in needed:
+            terms, tfs, lengths = chunk_bag(chunks[rows[chunk_id]], kana2[rows[chunk_id]])
+            copy.write_row([nums[chunk_id], chunk_id, lengths, terms, tfs])
+            bar.update(1)
+    if rebuild:
+        conn.execute("insert into knowledge_terms (term, nums, tfs)"
+                     " select u.term, array_agg(ct.num order by ct.num), array_agg(u.tf order by ct.num)"
+                     " from knowledge_chunk_terms as ct, unnest(ct.terms, ct.tfs) as u(term, tf) group by u.term")
+    elif needed:
+        conn.execute("insert into knowledge_terms as t (term, nums, tfs)"
+                     " select u.term, array_agg(ct.num order by ct.num), array_agg(u.tf order by ct.num)"
+                     " from knowledge_chunk_terms as ct, unnest(ct.terms, ct.tfs) as u(term, tf)"
+                     " where ct.id = any(%s) group by u.term"
+                     " on conflict (term) do update set nums = t.nums || excluded.nums, tfs = t.tfs || excluded.tfs",
+                     (needed,))
+    _recount(conn)
+    return len(needed)
+
+
+def _take_out(conn, ids: list[str]) -> None:
+    """Remove the chunks' old bags from the posting lists (a term no chunk holds any more goes)."""
+    conn.execute(
+        "update knowledge_terms as t set"
+        " nums = array(select u.n from unnest(t.nums) with ordinality as u(n, o) where u.n <> all(x.gone) order by u.o),"
+        " tfs = array(select u.f from unnest(t.nums, t.tfs) with ordinality as u(n, f, o)"
+        "             where u.n <> all(x.gone) order by u.o)"
+        " from (select u.term, array_agg(ct.num) as gone from knowledge_chunk_terms as ct, unnest(ct.terms) as u(term)"
+        "       where ct.id = any(%s) group by u.term) as x"
+        " where t.term = x.term", (ids,))
+    conn.execute("delete from knowledge_terms where cardinality(nums) = 0")
+    conn.execute("delete from knowledge_chunk_terms where id = any(%s)", (ids,))
+
+
+def _number_new_chunks(conn) -> None:
+    """Give every chunk without a number the next ones, in id order (a chunk keeps its number while
+    its id is published, so the posting lists of other chunks never change for it)."""
+    new = [r[0] for r in conn.execute("select id from knowledge_chunks where num is null order by id collate \"C\"")]
+    if not new:
+        return
+    start = conn.execute("select coalesce(max(num), 0) from knowledge_chunks").fetchone()[0]
+    conn.execute("update knowledge_chunks as c set num = x.num from unnest(%s::text[], %s::int[]) as x(id, num)"
+                 " where c.id = x.id", (new, list(range(start + 1, start + 1 + len(new)))))
+
+
+def _recount(conn) -> None:
+    """knowledge_lexical_stats from the stored bags: per field the total length and each chunk's
+    length by number, which numbers are sections or tables, how many chunks there are."""
+    top = conn.execute("select coalesce(max(num), 0) from knowledge_chunks").fetchone()[0]
+    lengths = [[0] * top for _ in FIELDS]
+    for num, found in conn.execute("select num, lengths from knowledge_chunk_terms"):
+        for slot, value in enumerate(found):
+            lengths[slot][num - 1] = value
+    parts = [0] * top
+    for (num,) in conn.execute("select num from knowledge_chunks where type in ('section', 'table')"):
+        parts[num - 1] = 1
+    docs = conn.execute("select count(*) from knowledge_chunk_terms").fetchone()[0]
+    stats = [(name, sum(values), values) for name, values in zip(FIELDS, lengths)]
+    stats += [("part", sum(parts), parts), ("docs", docs, [])]
+    conn.execute("delete from knowledge_lexical_stats")
+    with conn.cursor().copy("copy knowledge_lexical_stats (key, total, by_num) from stdin") as copy:
+        for row in stats:
+            copy.write_row(row)
