@@ -7,7 +7,7 @@ INDEX  ?= $(SITE)/_site/knowledge/v2
 QUERY  ?= 二次方程式を公式で解きたい
 SHARED ?= ../shared
 
-.PHONY: index test install install-test jekyll chromium generators check eval bench bench-retrieval serve report clean
+.PHONY: index test install install-test jekyll chromium generators node check eval bench bench-retrieval serve report clean
 
 # pip's own output (notices such as setuptools' "Editable installation" one) goes to $(VENV)/pip.log,
 # shown in full when an install fails; a successful install prints one line.
@@ -29,7 +29,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed-local
 
-install-test: $(VENV)/.installed-test jekyll chromium generators
+install-test: $(VENV)/.installed-test jekyll chromium generators node
 
 # Jekyll 4 from Debian, for the tests that run a real `jekyll build`.
 jekyll:
@@ -37,6 +37,13 @@ jekyll:
 	  echo "Installing Jekyll (Debian package)…"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq jekyll >/dev/null; }
+
+# Node.js (Debian's nodejs, 18 or newer) for tests/test_js_example.py, which runs examples/search_knowledge.mjs.
+node:
+	@command -v node >/dev/null 2>&1 || { \
+	  echo "Installing Node.js (Debian package nodejs)…"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs >/dev/null; }
 
 # Debian's Chromium (and its driver), for the `browser` tests that open pages through playwright;
 # playwright's own browser download is never used. And a Japanese font, so that the search box's

@@ -1,0 +1,266 @@
+"""examples/search_knowledge.mjs, the JavaScript example for tutor projects, run by a real `node`
+against the sample site published to a real PostgreSQL + pgvector, through a loopback stand-in for
+PostgREST's `POST /rest/v1/rpc/<function>` (no PostgREST binary is available here)."""
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from knowledge_build.search.knowledge_index import join_site_url
+from knowledge_build.store.postgres import connect, publish
+
+from .conftest import ROOT, FakeEmbedder
+
+pytestmark = pytest.mark.db
+
+EXAMPLE = ROOT / "examples" / "search_knowledge.mjs"
+KEY = "anon-key-of-the-test"
+SITE_URL = "https://example.org"
+TASUKIGAKE = "たすき掛けによる因数分解"  # the box 因数分解#method-tasukigake of site/junior/因数分解.html
+# PostgREST's HTTP status for a PostgreSQL error code (its docs, "Errors"); anything else is 400.
+STATUS = {"42501": 401, "42883": 404, "42P01": 404, "57014": 500}
+
+
+class PostgrestStandIn(ThreadingHTTPServer):
+    """Stands in for PostgREST (behind Supabase's gateway) on 127.0.0.1, for `POST /rest/v1/rpc/<function>`
+    only: checks the `apikey` and `Authorization: Bearer` headers, picks the function of the public
+    schema whose argument names fit the JSON body's keys (names from the catalog, never from the
+    request), and runs what PostgREST runs, `from json_to_record($body) as pgrst_body(arg type, ...),
+    lateral fn(arg := pgrst_body.arg, ...)` (so a JSON array becomes a vector as it does there), in a
+    transaction `set local role anon`. Answers the rows as a JSON array, or PostgREST's error JSON."""
+
+    daemon_threads = True
+
+    def __init__(self, database_url: str):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.database_url = database_url
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def call(self, function: str, body: dict) -> tuple[int, object]:
+        with psycopg.connect(self.database_url) as conn:
+            found = conn.execute(
+                "select p.proargnames[1:p.pronargs], array(select format_type(t, null) from unnest(p.proargtypes) as t),"
+                " p.pronargs - p.pronargdefaults from pg_proc as p join pg_namespace as n on n.oid = p.pronamespace"
+                " where n.nspname = 'public' and p.proname = %s", (function,)).fetchall()
+            fits = [dict(zip(names, types)) for names, types, required in found
+                    if names and body.keys() <= set(names) and set(names[:required]) <= body.keys()]
+            if len(fits) != 1:
+                wanted = f"public.{function}({', '.join(sorted(body))})"
+                return (404, _error("PGRST202", f"Could not find the function {wanted} in the schema cache")) if not fits \
+                    else (300, _error("PGRST203", f"Could not choose the best candidate function for {wanted}"))
+            types = fits[0]
+            # the types are the catalog's own spelling (format_type), the names are quoted identifiers
+            columns = sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(n), sql.SQL(types[n])) for n in body)
+            arguments = sql.SQL(", ").join(sql.SQL("{0} := pgrst_body.{0}").format(sql.Identifier(n)) for n in body)
+            query = sql.SQL("select coalesce(json_agg(pgrst_call), '[]')::text from json_to_record(%s::json)"
+                            " as pgrst_body({}), lateral {}({}) as pgrst_call").format(
+                columns, sql.Identifier("public", function), arguments)
+            try:
+                conn.execute("set local role anon")
+                return 200, json.loads(conn.execute(query, (json.dumps(body),)).fetchone()[0])
+            except psycopg.Error as exc:
+                code = exc.sqlstate or ""
+                status = STATUS.get(code) or (503 if code[:2] in ("08", "53") else 400)
+                return status, _error(code, exc.diag.message_primary, exc.diag.message_detail, exc.diag.message_hint)
+
+
+def _error(code, message, details=None, hint=None) -> dict:
+    return {"code": code, "message": message, "details": details, "hint": hint}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        match = re.fullmatch(r"/rest/v1/rpc/([a-z_][a-z0-9_]*)", self.path)
+        key = self.headers.get("apikey")
+        try:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        except ValueError:
+            body = None
+        if key != KEY:  # Supabase's gateway answers these two before PostgREST sees the request
+            hint = "Double check your Supabase `anon` or `service_role` API key."
+            self._send(401, {"message": "Invalid API key", "hint": hint} if key else
+                       {"message": "No API key found in request", "hint": "No `apikey` request header or url param was found."})
+        elif self.headers.get("Authorization") != f"Bearer {KEY}":
+            self._send(401, _error("PGRST301", "No suitable key or wrong key type"))
+        elif not match:
+            self._send(404, _error("PGRST125", f"Invalid path specified in request URL: {self.path}"))
+        elif not isinstance(body, dict):
+            self._send(400, _error("PGRST102", "Empty or invalid json"))
+        else:
+            self._send(*self.server.call(match.group(1), body))
+
+    def _send(self, status: int, payload) -> None:
+        data = json.dumps(payload, ensure_ascii=False).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    """Node.js 18+ (its global fetch): `make test` installs Debian's nodejs. Missing: a failure, not a skip."""
+    found = shutil.which("node")
+    if found is None:
+        pytest.fail("node is not installed: `make node` (or `make test`) installs Debian's nodejs (18 or newer)")
+    version = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
+    if int(version.lstrip("v").split(".")[0]) < 18:
+        pytest.fail(f"node {version} is too old for examples/search_knowledge.mjs: it needs Node.js 18 or newer")
+    return found
+
+
+@pytest.fixture(scope="module")
+def database(pg_server, fake_index_dir) -> str:
+    """The sample site (fake vectors) published to a database of its own, shared by this module."""
+    with psycopg.connect(pg_server["url"], autocommit=True) as conn:
+        name = "kb_js_" + uuid.uuid4().hex[:8]
+        conn.execute(f'create database "{name}"')
+    url = pg_server["url"].replace("/postgres?", f"/{name}?")
+    with connect(url) as conn:
+        publish(conn, fake_index_dir)
+    return url
+
+
+@pytest.fixture(scope="module")
+def rest(database):
+    server = PostgrestStandIn(database)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def run(node, rest, *args, key=KEY, stdin=None, **env):
+    environment = {"SUPABASE_URL": rest.url, "SUPABASE_ANON_KEY": key, "NODE_NO_WARNINGS": "1", **env}
+    environment = {name: value for name, value in environment.items() if value is not None}
+    return subprocess.run([node, str(EXAMPLE), *args], input=stdin, capture_output=True, text=True, timeout=120,
+                          env=environment)  # NODE_NO_WARNINGS: Node 18 warns that fetch is experimental
+
+
+def printed(stdout: str) -> list[tuple[str, str, float, bool]]:
+    """(title, type, relevance, relevant) of each result the example printed."""
+    return [(m[1], m[2], float(m[3]), m[4] == "relevant")
+            for m in re.finditer(r"^\d+\. (.+)  \[(\w+), relevance ([\d.]+), (relevant|not relevant)\]$", stdout, re.M)]
+
+
+def rpc(database, query, vector=None, count=5):
+    """search_knowledge as anon, straight from SQL: (title, type, relevance, relevant)."""
+    with psycopg.connect(database) as conn:
+        conn.execute("set role anon")
+        return conn.execute("select title, type, relevance, relevant from search_knowledge(query_text => %s,"
+                            " query_embedding => %s::vector, match_count => %s)",
+                            (query, None if vector is None else json.dumps(vector), count)).fetchall()
+
+
+def same(shown, rows) -> bool:
+    """The printed results are the RPC's rows, in order (relevance printed to two decimals)."""
+    return len(shown) == len(rows) and all(
+        a[:2] == b[:2] and a[3] == b[3] and abs(a[2] - b[2]) <= 0.0051 for a, b in zip(shown, rows))
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_hiragana_query_finds_the_kanji_title_box_with_its_url_and_learns(node, rest, database):
+    result = run(node, rest, "たすきがけ", "--site-url", SITE_URL)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"1. {TASUKIGAKE}  [method, relevance ")
+    assert lines[1] == "   " + join_site_url(SITE_URL, "/math-note/junior/因数分解.html#method-tasukigake")
+    assert lines[2:6] == ["   - x² の係数が1でない二次式をたすき掛けで因数分解できる",
+                          "   - 係数の組み合わせを図に並べて候補を整理できる",
+                          "   - たすき掛けの結果を展開して確かめられる",
+                          "   - 和と積の方法とたすき掛けの関係を説明できる"]
+    assert same(printed(result.stdout), rpc(database, "たすきがけ")) and len(printed(result.stdout)) == 5
+
+
+def test_romaji_query_finds_the_same_box_and_count_is_passed_on(node, rest, database):
+    result = run(node, rest, "tasukigake", "--count", "3")
+    assert result.returncode == 0, result.stderr
+    found = printed(result.stdout)
+    assert found[0][:2] == (TASUKIGAKE, "method") and found[0][3] is True
+    assert same(found, rpc(database, "tasukigake", count=3)) and len(found) == 3
+    assert "   /math-note/junior/因数分解.html#method-tasukigake" in result.stdout.splitlines()  # as stored without --site-url
+
+
+def test_a_query_with_an_embedding_gets_the_hybrid_answer(node, rest, database, tmp_path):
+    vector = [float(x) for x in FakeEmbedder().embed_query("たすきがけ")]
+    (tmp_path / "vector.json").write_text(json.dumps(vector))
+    hybrid, lexical = rpc(database, "たすきがけ", vector), rpc(database, "たすきがけ")
+    assert hybrid != lexical  # else this test could not tell whether the vector got through
+    from_file = run(node, rest, "たすきがけ", "--embedding", str(tmp_path / "vector.json"))
+    from_stdin = run(node, rest, "たすきがけ", "--embedding", "-", stdin=json.dumps(vector))
+    for result in (from_file, from_stdin):
+        assert result.returncode == 0, result.stderr
+        assert same(printed(result.stdout), hybrid) and hybrid[0][0] == TASUKIGAKE
+
+
+def test_a_filter_reaches_the_rpc(node, rest):
+    result = run(node, rest, "たすきがけ", "--type", "rule")
+    assert result.returncode == 0, result.stderr
+    assert printed(result.stdout) and {kind for _, kind, _, _ in printed(result.stdout)} == {"rule"}
+
+
+def test_a_wrong_key_is_one_line_with_the_status_and_the_message(node, rest):
+    result = run(node, rest, "たすきがけ", key="not-the-key")
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"error: HTTP 401 from {rest.url}/rest/v1/rpc/search_knowledge: Invalid API key"
+        " (hint: Double check your Supabase `anon` or `service_role` API key.)"]
+
+
+def test_a_database_error_is_postgrests_code_and_message_in_one_line(node, rest, tmp_path):
+    (tmp_path / "short.json").write_text("[0.1, 0.2, 0.3]")
+    result = run(node, rest, "たすきがけ", "--embedding", str(tmp_path / "short.json"))
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"error: HTTP 400 from {rest.url}/rest/v1/rpc/search_knowledge: 22000 different vector dimensions 3 and 64"]
+
+
+def test_missing_settings_and_bad_arguments_are_usage_errors(node, rest, tmp_path):
+    unset = run(node, rest, "たすきがけ", SUPABASE_URL=None, SUPABASE_ANON_KEY=None)
+    assert unset.returncode == 2 and unset.stderr.splitlines() == [
+        "error: set SUPABASE_URL (Supabase dashboard › Project Settings › API)"]
+    (tmp_path / "words.json").write_text('["a", "b"]')
+    for args, message in ((["--count", "0", "x"], "error: --count must be a whole number ≥ 1, got 0"),
+                          (["x", "--embedding", str(tmp_path / "words.json")],
+                           f"error: --embedding {tmp_path / 'words.json'}: expected a JSON array of numbers"),
+                          ([], 'error: give a query, e.g. node search_knowledge.mjs "たすきがけ" (--help for more)')):
+        result = run(node, rest, *args)
+        assert result.returncode == 2 and result.stderr.splitlines() == [message], result.stderr
+
+
+def test_unreachable_database_is_one_line(node, rest):
+    port = free_port()
+    result = run(node, rest, "x", SUPABASE_URL=f"http://127.0.0.1:{port}")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [f"error: cannot reach http://127.0.0.1:{port}/rest/v1/rpc/search_knowledge: ECONNREFUSED"]
+
+
+def test_help_needs_no_settings(node):
+    result = subprocess.run([node, str(EXAMPLE), "--help"], capture_output=True, text=True, timeout=120, env={})
+    assert result.returncode == 0 and result.stdout.startswith("Usage: node search_knowledge.mjs QUERY [options]")
+    for option in ("--count", "--embedding", "--site-url", "--type", "SUPABASE_URL", "SUPABASE_ANON_KEY"):
+        assert option in result.stdout
