@@ -6,6 +6,7 @@ import shutil
 import psycopg
 import pytest
 from click.testing import CliRunner
+from psycopg import sql
 
 from knowledge_build import build, load_config
 from knowledge_build.cli import main
@@ -110,6 +111,59 @@ def test_anon_may_read_and_call_the_rpcs_but_not_write(fresh_db, tmp_path):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)
     assert len(_rows(fresh_db)) == 171
+
+
+LEXICAL_TABLES = ("knowledge_chunk_terms", "knowledge_terms", "knowledge_lexical_stats")
+
+
+def test_anon_may_read_the_lexical_tables_and_call_the_hybrid_rpc_but_write_no_table(fresh_db, tmp_path):
+    with connect(fresh_db) as conn:
+        publish(conn, _site_index(tmp_path))
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        # every knowledge_* table the migrations made, so that a table added later is checked too
+        tables = [r[0] for r in conn.execute("select tablename from pg_tables where schemaname = 'public'"
+                                             " and tablename like 'knowledge\\_%' order by 1")]
+        assert {"knowledge_chunks", "knowledge_meta", "knowledge_migrations", *LEXICAL_TABLES} <= set(tables)
+        first_columns = {t: conn.execute("select column_name from information_schema.columns where table_schema = 'public'"
+                                         " and table_name = %s order by ordinal_position limit 1", (t,)).fetchone()[0]
+                         for t in tables}
+        conn.execute("set role anon")
+        for table in LEXICAL_TABLES:
+            assert conn.execute(sql.SQL("select count(*) from {}").format(sql.Identifier(table))).fetchone()[0] > 0
+        found = conn.execute("select id, relevant from search_knowledge(query_text => %s, match_count => 3)",
+                             ("たすきがけ",)).fetchall()
+        assert found[0] == ("因数分解#method-tasukigake", True) and len(found) == 3
+        vector = "[" + ",".join(["0.125"] * 64) + "]"
+        assert len(conn.execute("select * from search_knowledge(query_text => %s, query_embedding => %s::vector,"
+                                " match_count => 4)", ("たすきがけ", vector)).fetchall()) == 4
+        assert conn.execute("select knowledge_fold('タスキガケ'), knowledge_romaji('tasukigake'),"
+                            " array(select knowledge_bigrams('たすき'))").fetchone() == ("たすきがけ", "たすきがけ", ["たす", "すき"])
+        assert conn.execute("select count(*) from knowledge_query_terms('たすきがけ')").fetchone()[0] > 0
+        for table in tables:
+            name, column = sql.Identifier(table), sql.Identifier(first_columns[table])
+            for statement in (sql.SQL("insert into {} default values").format(name),
+                              sql.SQL("update {} set {} = {}").format(name, column, column),
+                              sql.SQL("delete from {}").format(name), sql.SQL("truncate {}").format(name)):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute(statement)
+    with psycopg.connect(fresh_db) as conn:
+        for table in LEXICAL_TABLES:
+            assert conn.execute(sql.SQL("select count(*) from {}").format(sql.Identifier(table))).fetchone()[0] > 0
+
+
+def test_the_publishing_role_may_write_the_lexical_tables(fresh_db, tmp_path):
+    with connect(fresh_db) as conn:
+        publish(conn, _site_index(tmp_path))
+    with psycopg.connect(fresh_db) as conn:  # one transaction, rolled back
+        conn.execute("set local role knowledge_publisher")
+        conn.execute("insert into knowledge_terms (term, nums, tfs) values (%s, '{1}', '{1}')", ("t\037zz",))
+        conn.execute("insert into knowledge_chunk_terms (num, id, lengths, terms, tfs) values (-1, 'x', '{0,0,0}', '{}', '{}')")
+        conn.execute("insert into knowledge_lexical_stats (key, total, by_num) values ('x', 0, '{}')")
+        for table, column in (("knowledge_terms", "tfs"), ("knowledge_chunk_terms", "tfs"), ("knowledge_lexical_stats", "total")):
+            name, column = sql.Identifier(table), sql.Identifier(column)
+            assert conn.execute(sql.SQL("update {} set {} = {}").format(name, column, column)).rowcount > 1
+            assert conn.execute(sql.SQL("delete from {} where ctid = (select min(ctid) from {})").format(name, name)).rowcount == 1
+        conn.rollback()
 
 
 def test_hostile_text_is_data_not_sql(fresh_db, tmp_path):
