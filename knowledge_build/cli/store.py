@@ -43,7 +43,8 @@ def publish(index_dir, site, database_url, dry_run, fmt, progress):
     config = kb.load_config(site=site, index=index_dir, database_url=database_url)
     target = resolve_index(config)
     with connect(require_database_url(config)) as conn:
-        plan = publish_set(conn, target, dry_run=dry_run, progress=show_progress(progress, fmt))
+        plan = publish_set(conn, target, dry_run=dry_run, progress=show_progress(progress, fmt),
+                           thesaurus=config.thesaurus)
     if fmt == "json":
         click.echo(json.dumps({**plan.to_dict(), "dry_run": dry_run}, ensure_ascii=False, indent=2))
         return

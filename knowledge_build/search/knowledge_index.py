@@ -247,8 +247,13 @@ class KnowledgeIndex:
         relevant = self.settings.min_relevance if min_relevance is None else min_relevance
         passing = (c for c in self._candidates(ordered, qvec, channels.get("dense", {}), fields)
                    if (similar is None or c[2] >= similar) and (relevant is None or c[3] >= relevant))
+        return self.results(passing, k, filters, source)
+
+    def results(self, candidates, k: int, filters: dict, source: str = "artifacts") -> list[SearchResult]:
+        """The best `k` places of ranked (row, score, similarity, relevance) candidates as results,
+        each with its place's other chunks (places.py) and the other places of its concept."""
         mixed = filters.get("type") is None and self._mixed
-        places = by_place(passing, lambda c: self._url(c[0]), k, promote=self._liftable if mixed else None,
+        places = by_place(candidates, lambda c: self._url(c[0]), k, promote=self._liftable if mixed else None,
                           within=self.settings.part_place)
         return [replace(self._with_locations(lead[0], self._result(*lead, source)),
                         sub_results=tuple(self._sub_result(*other) for other in others))

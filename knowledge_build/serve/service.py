@@ -1,10 +1,12 @@
 """`SearchService`: the database first, the artifacts whenever the database is down, slow or
 holds another build.
 
-The query is embedded once. The dense ranking comes from the database's `search_knowledge`
-RPC (connect timeout, statement_timeout) or, on any failure, from the local FAISS index; the
-Japanese lexical channel is always computed locally from the artifacts, and both are fused the
-same way, so either path returns the same kind of result, marked with its `source`.
+The query is embedded once. A hybrid (or lexical) query is answered by the database's hybrid
+`search_knowledge(query_text, query_embedding, ...)` RPC (migration 006: BM25 over character
+bigrams, the HNSW ranking, fusion and relevance in SQL; connect timeout, statement_timeout), whose
+ranked rows become results here (places, sub-results, locations). A dense query takes the dense
+ranking from the embedding-only RPC and fuses it locally. On any failure the artifacts answer
+(KnowledgeIndex), so either path returns the same kind of result, marked with its `source`.
 
 Concurrent callers borrow connections from a pool (psycopg_pool), so one slow query does not
 hold up the others. A circuit breaker skips the database for a while after a failure; then
@@ -26,6 +28,8 @@ from ..errors import KnowledgeBuildError, MissingExtra
 from ..search.knowledge_index import KnowledgeIndex, SearchResult
 
 log = logging.getLogger("knowledge_build.service")
+HYBRID_DEPTH_CAP = 200  # the most rows one hybrid RPC call is asked for
+_NO_HYBRID = object()  # the database answered but has no hybrid RPC (published by an older version)
 
 
 class AnotherBuild(KnowledgeBuildError):
@@ -136,6 +140,7 @@ class SearchService:
         self._build = _BuildCheck(index.build_id, build_check_interval)
         self._pool = None
         self._pool_lock = threading.Lock()
+        self._hybrid_available = True  # False once the database turned out to lack the hybrid RPC
 
     @classmethod
     def open(cls, index_dir, database_url: str | None = None, **options) -> "SearchService":
@@ -144,6 +149,12 @@ class SearchService:
     def search(self, query: str, k: int = 5, type=None, category=None, material=None, level=None,
                mode: str = "hybrid", min_similarity: float | None = None,
                min_relevance: float | None = None) -> list[SearchResult]:
+        if mode in ("hybrid", "lexical") and self.database_url and self._hybrid_available:
+            found = self._hybrid(query, k, dict(type=type, category=category, material=material, level=level), mode,
+                                 min_similarity, min_relevance)
+            if found is not None:
+                return found
+
         def from_database(qvec, filters):
             return self._with_database("search", lambda conn: self._dense_rows(conn, qvec, filters))
 
@@ -204,6 +215,49 @@ class SearchService:
         self._drop_pool()
 
     # --- the database path ---------------------------------------------------------------
+
+    def _hybrid(self, query: str, k: int, filters: dict, mode: str, min_similarity, min_relevance):
+        """The database's hybrid RPC (search_knowledge with the query text): its ranked rows become
+        results here (places, sub-results, other locations), with its scores and relevance. None when
+        the database cannot answer (the caller then answers from the artifacts)."""
+        from ..search.knowledge_index import check_query
+
+        query = check_query(query)
+        filters = self.index.filters.resolve_all(**filters)
+        if not query or k < 1 or not len(self.index):
+            return []
+        qvec = self.index.embed_query(query) if mode == "hybrid" else None
+        # Enough rows for k places: a place may hold several chunks (a table's rows), and a page part
+        # may be lifted from up to 20 places further down (places.py).
+        depth = min(HYBRID_DEPTH_CAP, 3 * k + 20)
+        rows = self._with_database("search", lambda conn: self._hybrid_rows(conn, query, qvec, depth, min_similarity,
+                                                                           filters))
+        if rows is None or rows is _NO_HYBRID:
+            return None
+        relevant = self.index.settings.min_relevance if min_relevance is None else min_relevance
+        passing = (row for row in rows if relevant is None or row[3] >= relevant)
+        return self.index.results(passing, k, filters, "database")
+
+    def _hybrid_rows(self, conn, query, qvec, depth, min_similarity, filters):
+        import psycopg
+
+        from ..store.postgres import hybrid_search
+
+        try:
+            rows = hybrid_search(conn, query, qvec, depth, min_similarity, **filters)
+        except psycopg.errors.UndefinedFunction:
+            conn.rollback()
+            log.warning("the database has no hybrid search_knowledge(query_text, ...) yet: publish the artifacts "
+                        "with this version to add it; until then the database gives the dense ranking only")
+            self._hybrid_available = False
+            return _NO_HYBRID
+        found = []
+        for chunk_id, score, similarity, relevance in rows:
+            row = self.index.row_of(chunk_id)
+            if row is None:  # a chunk the local artifacts lack: another build
+                raise AnotherBuild("the database and the artifacts hold different builds; publish the artifacts")
+            found.append((row, float(score), float(similarity), float(relevance)))
+        return found
 
     def _dense_rows(self, conn, qvec, filters) -> dict[int, float]:
         from ..store.postgres import dense_search

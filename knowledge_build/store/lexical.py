@@ -215,3 +215,30 @@ def _recount(conn) -> None:
     with conn.cursor().copy("copy knowledge_lexical_stats (key, total, by_num) from stdin") as copy:
         for row in stats:
             copy.write_row(row)
+
+
+def expansion_rows(thesaurus=None) -> list[tuple[str, bool, str]]:
+    """(wording, english, terms) of knowledge_expansions: the thesaurus (shipped, plus the site's
+    `thesaurus` file) folded as queries are, and the glossary's English slugs as space-separated words."""
+    from ..text.slugs import load_glossary
+    from ..text.thesaurus import load_thesaurus
+
+    rows: dict[str, tuple[bool, list[str]]] = {}
+    for wording, terms in load_thesaurus(thesaurus).items():
+        folded = " ".join(fold(wording).split())
+        if folded:
+            rows.setdefault(folded, (False, []))[1].extend(terms)
+    for term, slug in load_glossary().items():
+        phrase = " ".join(fold(slug.replace("-", " ")).split())
+        if phrase and phrase not in rows:
+            rows[phrase] = (True, [])
+        if phrase and rows[phrase][0]:
+            rows[phrase][1].append(term)
+    return [(wording, english, " ".join(dict.fromkeys(terms))) for wording, (english, terms) in sorted(rows.items())]
+
+
+def publish_expansions(conn, thesaurus=None) -> None:
+    conn.execute("delete from knowledge_expansions")
+    with conn.cursor().copy("copy knowledge_expansions (wording, english, terms) from stdin") as copy:
+        for row in expansion_rows(thesaurus):
+            copy.write_row(row)

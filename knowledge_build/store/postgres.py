@@ -173,9 +173,11 @@ def plan_publish(conn, manifest: dict, chunks: list[dict]) -> PublishPlan:
     return plan
 
 
-def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False) -> PublishPlan:
-    """Diff the artifacts against the table and apply the difference in one transaction."""
-    from .lexical import publish_terms
+def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False, thesaurus: Path | None = None) -> PublishPlan:
+    """Diff the artifacts against the table and apply the difference in one transaction; the lexical
+    terms and the query expansions (the shipped thesaurus and glossary, plus the site's `thesaurus`
+    file) of the hybrid RPC with them (store/lexical.py)."""
+    from .lexical import publish_expansions, publish_terms
 
     manifest, chunks, vectors, kana2 = load_publishable(index_dir)
     dim = int(manifest["embedder"]["dim"])
@@ -190,6 +192,7 @@ def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False
         if plan.delete:
             conn.execute("delete from knowledge_chunks where id = any(%s)", (plan.delete,))
         plan.terms = publish_terms(conn, chunks, kana2, set(plan.insert) | set(plan.update), progress)
+        publish_expansions(conn, thesaurus)
         for key, value in (("build_id", manifest["build_id"]),
                            ("embedder", json.dumps(manifest["embedder"], ensure_ascii=False, sort_keys=True)),
                            ("chunks", str(len(chunks)))):
@@ -226,6 +229,18 @@ def dense_search(conn, vector: np.ndarray, count: int, category=None, type=None,
         "select id, similarity, url, title, learns, excerpt, type, material, anchor"
         " from search_knowledge(%s, %s, null, %s, %s, %s, %s)",
         (np.asarray(vector, dtype=np.float32), count, category, type, material, level)).fetchall()
+
+
+def hybrid_search(conn, query: str, vector: np.ndarray | None, count: int, min_similarity: float | None = None,
+                  category=None, type=None, material=None, level=None) -> list[tuple]:
+    """(id, score, similarity, relevance) rows, best first, from the hybrid RPC (migration 006);
+    `vector` None: its lexical channel alone."""
+    return conn.execute(
+        "select id, score, similarity, relevance from search_knowledge(query_text => %s, query_embedding => %s,"
+        " match_count => %s, match_threshold => %s, filter_category => %s, filter_type => %s,"
+        " filter_material => %s, filter_level => %s)",
+        (query, None if vector is None else np.asarray(vector, dtype=np.float32), count, min_similarity,
+         category, type, material, level)).fetchall()
 
 
 def get_chunk(conn, chunk_id: str) -> dict | None:

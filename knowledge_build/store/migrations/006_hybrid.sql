@@ -87,7 +87,12 @@ begin
             at := at + 1;
             continue;
         end if;
-        -- n before a consonant, n, or the end is ん
+        -- nn is ん (as an IME and jaconv read it); so is n before a consonant or at the end
+        if letter = 'n' and substr(word, at + 1, 1) = 'n' then
+            kana := kana || 'ん';
+            at := at + 2;
+            continue;
+        end if;
         if letter = 'n' and (at = length(word) or substr(word, at + 1, 1) !~ '[aiueoy]') then
             kana := kana || 'ん';
             at := at + 1;
@@ -110,16 +115,36 @@ begin
 end
 $$;
 
+-- Query expansions the publish writes (store/lexical.py): student wording -> textbook terms (the thesaurus,
+-- matched anywhere in the folded query) and English terms -> Japanese (the glossary, matched as whole words).
+create table if not exists knowledge_expansions (
+    wording text primary key,
+    english boolean not null,
+    terms text not null
+);
+
 -- A query's terms by field (`t`, `h` and `k` \037 bigram) and how often each occurs: the bigrams of the
--- folded text and of its romaji words read as kana (text and titles: each distinct bigram once), and the
--- bigrams of its runs of kana against the readings.
+-- folded text, of its romaji words read as kana and of its expansions (text and titles: each distinct bigram
+-- once), and the bigrams of its runs of kana against the readings. A query all in romaji words is read as
+-- its kana alone (its Latin letters would match any English or TeX).
 create or replace function knowledge_query_terms(query_text text) returns table (term text, qtf int)
-language sql immutable strict parallel safe
+language sql stable strict parallel safe
 as $$
     with folded as (select knowledge_fold(query_text) as f),
     words as (select w[1] as w, o from folded, regexp_matches(f, '[a-z]+', 'g') with ordinality as m(w, o)),
-    romaji as (select coalesce(string_agg(knowledge_romaji(w), '' order by o), '') as kana from words),
-    texts as (select f || ' ' || kana as t from folded, romaji),
+    romaji as (select coalesce(string_agg(knowledge_romaji(w), '' order by o), '') as kana,
+                      count(*) filter (where knowledge_romaji(w) is null) = 0 and count(*) > 0
+                      and (select btrim(regexp_replace(f, '[a-z]+', '', 'g')) = '' from folded) as whole
+               from words),
+    phrase as (select ' ' || coalesce(string_agg(w, ' ' order by o), '') || ' ' as p from words),
+    expanded as (
+        select coalesce(string_agg(distinct e.terms, ' '), '') as terms
+        from knowledge_expansions as e, folded, phrase
+        where (not e.english and position(e.wording in folded.f) > 0)
+           or (e.english and position(' ' || e.wording || ' ' in phrase.p) > 0)
+    ),
+    texts as (select case when r.whole then '' else folded.f end || ' ' || r.kana || ' ' || knowledge_fold(x.terms) as t
+              from folded, romaji as r, expanded as x),
     text_terms as (select b from texts, knowledge_bigrams(t) as b),
     kana_runs as (select r from texts, regexp_split_to_table(regexp_replace(t, '[^ぁ-ゖー]+', ' ', 'g'), ' +') as r
                   where length(r) >= 2),
@@ -327,6 +352,11 @@ $$;
 alter table knowledge_chunk_terms enable row level security;
 alter table knowledge_terms enable row level security;
 alter table knowledge_lexical_stats enable row level security;
+alter table knowledge_expansions enable row level security;
+drop policy if exists knowledge_expansions_read on knowledge_expansions;
+create policy knowledge_expansions_read on knowledge_expansions for select using (true);
+drop policy if exists knowledge_expansions_publish on knowledge_expansions;
+create policy knowledge_expansions_publish on knowledge_expansions for all to knowledge_publisher using (true) with check (true);
 drop policy if exists knowledge_chunk_terms_read on knowledge_chunk_terms;
 create policy knowledge_chunk_terms_read on knowledge_chunk_terms for select using (true);
 drop policy if exists knowledge_chunk_terms_publish on knowledge_chunk_terms;
@@ -340,9 +370,10 @@ create policy knowledge_lexical_stats_read on knowledge_lexical_stats for select
 drop policy if exists knowledge_lexical_stats_publish on knowledge_lexical_stats;
 create policy knowledge_lexical_stats_publish on knowledge_lexical_stats for all to knowledge_publisher using (true) with check (true);
 
-revoke all on knowledge_chunk_terms, knowledge_terms, knowledge_lexical_stats from anon;
-grant select on knowledge_chunk_terms, knowledge_terms, knowledge_lexical_stats to anon;
-grant select, insert, update, delete on knowledge_chunk_terms, knowledge_terms, knowledge_lexical_stats to knowledge_publisher;
+revoke all on knowledge_chunk_terms, knowledge_terms, knowledge_lexical_stats, knowledge_expansions from anon;
+grant select on knowledge_chunk_terms, knowledge_terms, knowledge_lexical_stats, knowledge_expansions to anon;
+grant select, insert, update, delete, truncate on knowledge_chunk_terms, knowledge_terms, knowledge_lexical_stats,
+    knowledge_expansions to knowledge_publisher;
 grant execute on function search_knowledge(text, vector, int, float, text, text, text, text) to anon, knowledge_publisher;
 grant execute on function knowledge_fold(text), knowledge_bigrams(text), knowledge_romaji(text),
     knowledge_query_terms(text) to anon, knowledge_publisher;

@@ -1,0 +1,196 @@
+"""The database's hybrid search (migration 006) with a real PostgreSQL + pgvector: the SQL analysis
+is the Python one, publish keeps the posting lists exact through incremental changes, the RPC finds
+kana and romaji spellings, and `search --database-url` answers through it."""
+
+import json
+import shutil
+from collections import Counter
+
+import jaconv
+import psycopg
+import pytest
+from click.testing import CliRunner
+
+from knowledge_build import KnowledgeIndex, build, load_config
+from knowledge_build.cli import main
+from knowledge_build.serve.service import SearchService
+from knowledge_build.store import lexical
+from knowledge_build.store.postgres import connect, hybrid_search, publish
+
+from .conftest import SITE, FakeEmbedder
+
+pytestmark = pytest.mark.db
+
+TEXTS = [
+    "二次方程式の解き方：ＡＢＣ　ｘ²＋３ｘ−４＝０",
+    "タスキガケ（たすき掛け）で因数分解する。\n例題1: x^2+5x+6",
+    "「判別式」Dの符号\tで実数解の個数がわかる…",
+    "ヴァイオリンとヶ月、ヵ所",
+    "a",
+    "",
+    "   ",
+    "Pascal's triangle — expected value!",
+    "\\frac{1}{2} と √3 と π/2",
+]
+
+
+def _published(tmp_path, url, edit=None, name="site"):
+    root = tmp_path / name
+    if not root.exists():
+        shutil.copytree(SITE, root, ignore=shutil.ignore_patterns("_site", ".jekyll-cache", ".knowledge-cache"))
+    if edit:
+        edit(root)
+    index = build(load_config(site=root, cache_dir=tmp_path / "cache", env={}), embedder=FakeEmbedder()).output
+    with connect(url) as conn:
+        publish(conn, index)
+    return index
+
+
+def test_fold_and_bigrams_in_sql_are_the_python_ones(fresh_db, fake_index_dir):
+    with connect(fresh_db) as conn:
+        publish(conn, fake_index_dir)
+        for text in TEXTS:
+            folded = conn.execute("select knowledge_fold(%s)", (text,)).fetchone()[0]
+            assert folded == lexical.fold(text), text
+            sql = [r[0] for r in conn.execute("select knowledge_bigrams(knowledge_fold(%s))", (text,))]
+            assert Counter(sql) == Counter(lexical.bigrams(lexical.fold(text))), text
+
+
+@pytest.mark.parametrize("word", ["tasukigake", "hanbetsushiki", "sankakukansuu", "kanzenheihoushiki", "gakkou",
+                                  "matcha", "konnichiha", "shinbun", "kyouyaku", "jiyuu", "tanni", "fun"])
+def test_romaji_in_sql_reads_as_jaconv(fresh_db, fake_index_dir, word):
+    with connect(fresh_db) as conn:
+        publish(conn, fake_index_dir)
+        assert conn.execute("select knowledge_romaji(%s)", (word,)).fetchone()[0] == \
+            jaconv.kata2hira(jaconv.alphabet2kana(word))
+
+
+@pytest.mark.parametrize("word", ["cos", "log", "x", "abc", "qr", "lim"])
+def test_words_that_are_not_romaji_stay_latin(fresh_db, fake_index_dir, word):
+    with connect(fresh_db) as conn:
+        publish(conn, fake_index_dir)
+        assert conn.execute("select knowledge_romaji(%s)", (word,)).fetchone()[0] is None
+
+
+def _lexical_state(url):
+    """The posting lists, bags and statistics with chunk numbers read as chunk ids (two databases
+    number chunks differently)."""
+    with psycopg.connect(url) as conn:
+        ids = dict(conn.execute("select num, id from knowledge_chunks"))
+        postings = {term: sorted((ids[n], tf) for n, tf in zip(nums, tfs))
+                    for term, nums, tfs in conn.execute("select term, nums, tfs from knowledge_terms")}
+        bags = {chunk_id: (lengths, terms, tfs) for chunk_id, lengths, terms, tfs in
+                conn.execute("select id, lengths, terms, tfs from knowledge_chunk_terms")}
+        stats = {}
+        for key, total, by_num in conn.execute("select key, total, by_num from knowledge_lexical_stats"):
+            stats[key] = (total, sorted((ids[n], v) for n, v in enumerate(by_num, 1) if n in ids))
+        expansions = conn.execute("select * from knowledge_expansions order by wording").fetchall()
+        nums = [n for (n,) in conn.execute("select num from knowledge_chunks")]
+    assert None not in nums and sorted(set(ids.values())) == sorted(bags)
+    return postings, bags, stats, expansions
+
+
+def test_an_incremental_publish_leaves_what_a_full_publish_of_the_same_set_writes(tmp_path, fresh_db, pg_server):
+    _published(tmp_path, fresh_db)
+
+    def edit(root):
+        page = root / "junior" / "因数分解.html"
+        text = page.read_text(encoding="utf-8")
+        assert "たすき掛け" in text
+        page.write_text(text.replace("たすき掛け", "たすきがけ（襷掛け）", 1), encoding="utf-8")
+
+    index = _published(tmp_path, fresh_db, edit)
+    with psycopg.connect(fresh_db) as conn:
+        changed = conn.execute("select count(*) from knowledge_chunks").fetchone()[0]
+    other = fresh_db.rsplit("/", 1)[0] + "/"
+    with psycopg.connect(pg_server["url"], autocommit=True) as conn:
+        conn.execute('create database "kb_full_again"')
+    full = pg_server["url"].replace("/postgres?", "/kb_full_again?")
+    with connect(full) as conn:
+        plan = publish(conn, index)
+    assert plan.terms == changed and other
+    assert _lexical_state(fresh_db) == _lexical_state(full)
+
+
+def test_a_second_publish_of_the_same_set_writes_no_terms(tmp_path, fresh_db):
+    index = _published(tmp_path, fresh_db)
+    before = _lexical_state(fresh_db)
+    with connect(fresh_db) as conn:
+        plan = publish(conn, index)
+    assert plan.terms == 0 and plan.changes == 0
+    assert _lexical_state(fresh_db) == before
+
+
+@pytest.mark.parametrize("query", ["たすきがけ", "タスキガケ", "tasukigake", "襷掛け"])
+def test_the_rpc_alone_finds_the_tasukigake_box_by_any_spelling(fresh_db, fake_index_dir, query):
+    """What a tutor's own server sends: the query text and the vector of the query as typed."""
+    with connect(fresh_db) as conn:
+        publish(conn, fake_index_dir)
+        rows = hybrid_search(conn, query, FakeEmbedder().embed_query(query), 5)
+        lexical_only = hybrid_search(conn, query, None, 5)
+    assert "因数分解#method-tasukigake" in [r[0] for r in rows], rows
+    assert "因数分解#method-tasukigake" in [r[0] for r in lexical_only], lexical_only
+
+
+def test_the_rpc_returns_relevance_scores_in_order_and_applies_filters(fresh_db, fake_index_dir):
+    with connect(fresh_db) as conn:
+        publish(conn, fake_index_dir)
+        rows = conn.execute("select id, score, relevance, relevant, type from search_knowledge(query_text => %s,"
+                            " query_embedding => %s, match_count => 8)",
+                            ("二次方程式の解き方", FakeEmbedder().embed_query("二次方程式の解き方"))).fetchall()
+        assert len(rows) == 8
+        assert [r[1] for r in rows] == sorted((r[1] for r in rows), reverse=True)
+        assert all(0 <= r[2] <= 1 and r[3] == (r[2] >= 0.5) for r in rows)
+        only = conn.execute("select type from search_knowledge(query_text => %s, query_embedding => %s,"
+                            " match_count => 5, filter_type => 'example')",
+                            ("二次方程式", FakeEmbedder().embed_query("二次方程式"))).fetchall()
+        assert only and {t for (t,) in only} == {"example"}
+        assert conn.execute("select count(*) from search_knowledge(query_text => '  ')").fetchone()[0] == 0
+        # The embedding-only call a tutor made before is still there.
+        old = conn.execute("select id from search_knowledge(%s::vector, 3)",
+                           (str(FakeEmbedder().embed_query("判別式").tolist()),)).fetchall()
+        assert len(old) == 3
+
+
+def test_search_with_a_database_url_answers_through_the_hybrid_rpc(fresh_db, fake_index_dir):
+    with connect(fresh_db) as conn:
+        publish(conn, fake_index_dir)
+        expected = [r[0] for r in hybrid_search(conn, "たすきがけ", None, 35)]
+    index = KnowledgeIndex.open(fake_index_dir, embedder=FakeEmbedder())
+    service = SearchService(index, fresh_db)
+    try:
+        found = service.search("たすきがけ", k=5, mode="lexical")
+    finally:
+        service.close()
+    assert [r.source for r in found] == ["database"] * len(found)
+    # Its rows become places (places.py): the first stays first, a page part may be lifted.
+    assert found[0].id == expected[0] and {r.id for r in found} <= set(expected)
+
+
+def test_a_database_without_the_hybrid_rpc_still_gives_its_dense_ranking(fresh_db, fake_index_dir, caplog):
+    with connect(fresh_db) as conn:
+        publish(conn, fake_index_dir)
+        conn.execute("drop function search_knowledge(text, vector, int, float, text, text, text, text)")
+        conn.commit()
+    index = KnowledgeIndex.open(fake_index_dir, embedder=FakeEmbedder())
+    service = SearchService(index, fresh_db)
+    try:
+        found = service.search("判別式", k=3)
+        again = service.search("判別式", k=3)
+    finally:
+        service.close()
+    assert found and {r.source for r in found} == {"database"} and [r.id for r in again] == [r.id for r in found]
+    assert sum("no hybrid search_knowledge" in r.getMessage() for r in caplog.records) == 1
+
+
+@pytest.mark.model
+def test_the_cli_search_reads_the_database_hybrid(fresh_db, real_index_dir):
+    with connect(fresh_db) as conn:
+        publish(conn, real_index_dir)
+    result = CliRunner().invoke(main, ["search", "tasukigake", "--index", str(real_index_dir), "--database-url",
+                                       fresh_db, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.stdout)
+    results = found["results"] if isinstance(found, dict) else found
+    assert results[0]["source"] == "database"
+    assert "因数分解#method-tasukigake" in [r["id"] for r in results[:5]]
