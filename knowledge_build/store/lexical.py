@@ -11,7 +11,12 @@ takes back out):
 - `h`: the same of the titles alone (page title, headings, box title);
 - `k`: bigrams of the text's kana reading, the artifacts' own `kana2` tokens (the tokenizer's
   readings, read at build time), in hiragana: 「たすきがけ」 typed in kana meets たすき掛け's
-  reading たすきがけ.
+  reading たすきがけ;
+- `r`: the readings of its nouns and noun runs, the artifacts' `kana_terms` tokens, in hiragana
+  (判別式 -> はんべつしき): a query's kana stretches that are such terms match them whole.
+
+A query's bigrams that are all hiragana (particles, verb endings: 「がわ」「って」) are not looked up
+in `t`: they match every page; its kana reaches the readings through `k` and `r`.
 
 Folding is the same on both sides and written once here: NFKC, ASCII upper case to lower, katakana
 to hiragana, and the characters of SEPARATORS cut runs. `sql_tokens()` gives the migration the
@@ -24,7 +29,7 @@ import string
 import unicodedata
 from collections import Counter
 
-FIELDS = ("t", "h", "k")
+FIELDS = ("t", "h", "k", "r")
 SEPARATOR = "\x1f"  # never in a folded text: it is a separator itself
 # Whitespace, ASCII punctuation and the Japanese punctuation, brackets and marks that part words.
 SEPARATORS = ("\t\n\r\x0b\x0c \x1f" + string.punctuation +
@@ -48,11 +53,16 @@ def bigrams(folded: str) -> list[str]:
     return out
 
 
-def chunk_terms(lexical_text: str, titles: str, kana2: list[str]) -> dict[str, Counter]:
-    """A chunk's bag per field: `lexical_text` (pipeline.lexical_text), `titles` (page title,
-    headings, box title) and the artifacts' kana2 tokens (katakana bigrams of its reading)."""
+def chunk_terms(lexical_text: str, titles: str, readings: dict[str, list[str]]) -> dict[str, Counter]:
+    """A chunk's bag per field: `lexical_text` (Chunk.lexical_text), `titles` (page title,
+    headings, box title) and the artifacts' reading tokens (`kana2`: katakana bigrams of its
+    reading; `kana_terms`: readings of its nouns and noun runs)."""
     return {"t": Counter(bigrams(fold(lexical_text))), "h": Counter(bigrams(fold(titles))),
-            "k": Counter(fold(token) for token in kana2 if token)}
+            "k": Counter(fold(token) for token in readings.get("kana2", ()) if token),
+            "r": Counter(fold(token) for token in readings.get("kana_terms", ()) if token)}
+
+
+READING_FIELDS = ("kana2", "kana_terms")  # the artifacts' fields the reading terms come from
 
 
 def bag(fields: dict[str, Counter]) -> tuple[list[str], list[int], list[int]]:
@@ -79,22 +89,23 @@ def _e_string(text: str) -> str:
 def sql_tokens(settings) -> dict[str, str]:
     """The migration's placeholders that come from Python: the fold's character tables, the search
     settings the RPC shares with the artifacts path (ranking.py), the words that name a kind."""
-    from ..kinds import KINDS
     from ..index.postings import B, K1
+    from ..kinds import KINDS
+    from ..text.ja import MAX_KANA_RUN, MIN_SPAN
 
     source = string.ascii_uppercase + _KATAKANA + SEPARATORS
     target = string.ascii_lowercase + _HIRAGANA + " " * len(SEPARATORS)
     intents = ", ".join(f"({_e_string(k.type)}, {_e_string(word)})" for k in KINDS for word in k.words)
-    weights = settings.field_weights
+    weights = FIELD_WEIGHTS
     return {
         "__FOLD_FROM__": _e_string(source), "__FOLD_TO__": _e_string(target),
         "__K1__": repr(K1), "__B__": repr(B),
         "__CANDIDATES__": str(int(settings.candidates)),
         "__DENSE_WEIGHT__": repr(float(settings.channel_weights["dense"])),
-        "__LEXICAL_WEIGHT__": repr(float(settings.channel_weights["lexical"])),
-        "__WEIGHT_T__": repr(float(weights.get("lemma", 1.0))),
-        "__WEIGHT_H__": repr(float(weights.get("heading", 0.2))),
-        "__WEIGHT_K__": repr(float(weights.get("kana2", 0.2))),
+        "__LEXICAL_WEIGHT__": repr(float(LEXICAL_WEIGHT)),
+        "__WEIGHT_T__": repr(float(weights["t"])), "__WEIGHT_H__": repr(float(weights["h"])),
+        "__WEIGHT_K__": repr(float(weights["k"])), "__WEIGHT_R__": repr(float(weights["r"])),
+        "__MIN_SPAN__": str(int(MIN_SPAN)), "__MAX_KANA_RUN__": str(int(MAX_KANA_RUN)),
         "__EXAMPLE_WEIGHT__": repr(float(settings.example_weight)),
         "__SECTION_WEIGHT__": repr(float(settings.section_weight)),
         "__TABLE_WEIGHT__": repr(float(settings.table_weight)),
@@ -110,6 +121,12 @@ def sql_tokens(settings) -> dict[str, str]:
     }
 
 
+# The bigram fields' BM25 weights and the lexical channel's weight in the fusion, chosen on the dev set
+# through the RPC (docs/retrieval.md, "Hybrid search in the database"): bigrams are not the artifacts'
+# words, so their weights are their own (the readings weigh more: kana2 0.2 and lexical 1.5 there).
+FIELD_WEIGHTS = {"t": 1.0, "h": 0.2, "k": 0.6, "r": 1.0}
+LEXICAL_WEIGHT = 1.0
+
 # Relevance's lexical coverage read in the bigram field (whose coverage of a matching chunk differs
 # from the word fields'): its centre, chosen on the off-topic tuning file (docs/retrieval.md).
 COVERAGE_CENTRE = 0.30
@@ -121,21 +138,22 @@ COVERAGE_CENTRE = 0.30
 REBUILD_SHARE = 0.2
 
 
-def chunk_bag(chunk: dict, kana2: list[str]) -> tuple[list[str], list[int], list[int]]:
+def chunk_bag(chunk: dict, readings: dict[str, list[str]]) -> tuple[list[str], list[int], list[int]]:
     """The stored bag (terms, tfs, lengths) of one published chunk dict."""
     from ..model import Chunk
 
     item = Chunk.from_dict(chunk)
     titles = " ".join((item.material_title, *item.parents, item.title))
-    return bag(chunk_terms(item.lexical_text, titles, kana2))
+    return bag(chunk_terms(item.lexical_text, titles, readings))
 
 
-def publish_terms(conn, chunks: list[dict], kana2: list[list[str]], changed: set[str], progress: bool = False) -> int:
+def publish_terms(conn, chunks: list[dict], readings: dict[str, list[list[str]]], changed: set[str],
+                  progress: bool = False) -> int:
     """Bring the lexical tables in line with the chunks just published (inside the publish's
     transaction, after the rows were written): take the old bags of changed and deleted chunks out
-    of the posting lists, put the new ones in, and recount the statistics. `kana2[i]` holds
-    chunks[i]'s reading bigrams; `changed`: the ids inserted or updated. Returns how many chunks
-    got new bags."""
+    of the posting lists, put the new ones in, and recount the statistics. `readings[field][i]`
+    holds chunks[i]'s tokens of a READING_FIELDS field; `changed`: the ids inserted or updated.
+    Returns how many chunks got new bags."""
     from ..progress import Progress
 
     rows = {c["id"]: i for i, c in enumerate(chunks)}
@@ -154,7 +172,8 @@ def publish_terms(conn, chunks: list[dict], kana2: list[list[str]], changed: set
     with Progress("indexing terms", len(needed), "chunk", progress) as bar, \
             conn.cursor().copy("copy knowledge_chunk_terms (num, id, lengths, terms, tfs) from stdin") as copy:
         for chunk_id in needed:
-            terms, tfs, lengths = chunk_bag(chunks[rows[chunk_id]], kana2[rows[chunk_id]])
+            row = rows[chunk_id]
+            terms, tfs, lengths = chunk_bag(chunks[row], {name: lists[row] for name, lists in readings.items()})
             copy.write_row([nums[chunk_id], chunk_id, lengths, terms, tfs])
             bar.update(1)
     if rebuild:

@@ -125,20 +125,25 @@ class PublishPlan:
 
 
 def load_publishable(index_dir: Path):
-    """The verified artifact set as (manifest, chunk dicts, vectors, kana2 token lists by row); a
-    schema 2 set verified in full (its vectors are fp16, published as the float32 values they decode to)."""
+    """The verified artifact set as (manifest, chunk dicts, vectors, reading token lists by field
+    and row: store/lexical.py's READING_FIELDS); a schema 2 set verified in full (its vectors are
+    fp16, published as the float32 values they decode to)."""
     from ..index.verify_v2 import open_set
+    from .lexical import READING_FIELDS
 
     artifacts = read_artifacts(index_dir)
     if artifacts.manifest["schema_version"] == 1:
         chunks, index, lexical = decode(artifacts, index_dir)
-        kana2 = lexical["fields"].get("kana2") or [[] for _ in chunks]
+        fields = lexical["fields"]
+        readings = {name: fields.get(name) or [[] for _ in chunks] for name in READING_FIELDS}
     else:
         opened = open_set(Path(index_dir), artifacts.manifest, full=True)
         chunks, index = [opened.chunks.raw(row) for row in range(len(opened.chunks))], opened.index
-        kana2 = opened.postings.field_lists("kana2") if "kana2" in opened.postings.fields else [[] for _ in chunks]
+        postings = opened.postings
+        readings = {name: postings.field_lists(name) if name in postings.fields else [[] for _ in chunks]
+                    for name in READING_FIELDS}
     vectors = index.reconstruct_n(0, index.ntotal) if index.ntotal else np.zeros((0, index.d), np.float32)
-    return artifacts.manifest, chunks, vectors, kana2
+    return artifacts.manifest, chunks, vectors, readings
 
 
 def fingerprint(row: dict) -> str:
@@ -179,7 +184,7 @@ def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False
     file) of the hybrid RPC with them (store/lexical.py)."""
     from .lexical import publish_expansions, publish_terms
 
-    manifest, chunks, vectors, kana2 = load_publishable(index_dir)
+    manifest, chunks, vectors, readings = load_publishable(index_dir)
     dim = int(manifest["embedder"]["dim"])
     if dry_run:
         return plan_publish(conn, manifest, chunks)
@@ -191,7 +196,7 @@ def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False
         _upsert(conn, [rows[i] for i in plan.insert + plan.update], progress)
         if plan.delete:
             conn.execute("delete from knowledge_chunks where id = any(%s)", (plan.delete,))
-        plan.terms = publish_terms(conn, chunks, kana2, set(plan.insert) | set(plan.update), progress)
+        plan.terms = publish_terms(conn, chunks, readings, set(plan.insert) | set(plan.update), progress)
         publish_expansions(conn, thesaurus)
         for key, value in (("build_id", manifest["build_id"]),
                            ("embedder", json.dumps(manifest["embedder"], ensure_ascii=False, sort_keys=True)),

@@ -148,12 +148,27 @@ as $$
     text_terms as (select b from texts, knowledge_bigrams(t) as b),
     kana_runs as (select r from texts, regexp_split_to_table(regexp_replace(t, '[^ぁ-ゖー]+', ' ', 'g'), ' +') as r
                   where length(r) >= 2),
-    kana_terms as (select substr(r, i, 2) as b from kana_runs, generate_series(1, length(r) - 1) as i)
-    select 't' || E'\037' || b, count(*)::int from text_terms group by b
+    kana_terms as (select substr(r, i, 2) as b from kana_runs, generate_series(1, length(r) - 1) as i),
+    -- The readings the site holds as terms (field r): in each run of kana (its first __MAX_KANA_RUN__ characters),
+    -- the stretches of at least __MIN_SPAN__ that are terms, inside no longer one (はんべつしきのつかいかた ->
+    -- はんべつしき, つかいかた), as text/ja.py's kana_spans finds them without the tagger.
+    long_runs as (select left(r, __MAX_KANA_RUN__) as r, row_number() over () as run from kana_runs
+                  where length(r) >= __MIN_SPAN__),
+    stretches as (select l.run, i, j, substr(l.r, i, j - i) as s from long_runs as l,
+                  generate_series(1, length(l.r) - __MIN_SPAN__ + 1) as i,
+                  generate_series(i + __MIN_SPAN__, length(l.r) + 1) as j),
+    known as (select x.* from stretches as x
+              where exists (select from knowledge_terms as kt where kt.term = 'r' || E'\037' || x.s)),
+    reading_terms as (select a.s from known as a where not exists (
+                          select from known as b where b.run = a.run and b.i <= a.i and a.j <= b.j
+                                                   and (b.i, b.j) <> (a.i, a.j)))
+    select 't' || E'\037' || b, count(*)::int from text_terms where b !~ '^[ぁ-ゖー]+$' group by b
     union all
     select 'h' || E'\037' || b, 1 from (select distinct b from text_terms) as d
     union all
     select 'k' || E'\037' || b, count(*)::int from kana_terms group by b
+    union all
+    select 'r' || E'\037' || s, count(*)::int from reading_terms group by s
 $$;
 
 -- Hybrid search: BM25 over the published bigrams (fields t, h, k weighted as the artifacts' word, title
@@ -186,9 +201,11 @@ declare
     avg_t float8;
     avg_h float8;
     avg_k float8;
+    avg_r float8;
     len_t int[];
     len_h int[];
     len_k int[];
+    len_r int[];
     parts int[];
     filtered boolean := coalesce(filter_category, filter_type, filter_material, filter_level) is not null;
     intended text;
@@ -201,6 +218,7 @@ begin
     select s.total::float8 / greatest(docs, 1), s.by_num into avg_t, len_t from knowledge_lexical_stats s where s.key = 't';
     select s.total::float8 / greatest(docs, 1), s.by_num into avg_h, len_h from knowledge_lexical_stats s where s.key = 'h';
     select s.total::float8 / greatest(docs, 1), s.by_num into avg_k, len_k from knowledge_lexical_stats s where s.key = 'k';
+    select s.total::float8 / greatest(docs, 1), s.by_num into avg_r, len_r from knowledge_lexical_stats s where s.key = 'r';
     select s.by_num into parts from knowledge_lexical_stats s where s.key = 'part';
     docs := coalesce(docs, 0);
     select min(i.type) into intended from (values __INTENTS__) as i(type, word)
@@ -222,8 +240,10 @@ begin
         select p.num, sum(p.qtf * p.idf * p.tf / (p.tf + case p.field
                     when 't' then __K1__ * (1 - __B__ + __B__ * len_t[p.num] / avg_t)
                     when 'h' then __K1__ * (1 - __B__ + __B__ * len_h[p.num] / avg_h)
-                    else __K1__ * (1 - __B__ + __B__ * len_k[p.num] / avg_k) end) * case p.field
-                    when 't' then __WEIGHT_T__ when 'h' then __WEIGHT_H__ else __WEIGHT_K__ end) as score
+                    when 'k' then __K1__ * (1 - __B__ + __B__ * len_k[p.num] / avg_k)
+                    else __K1__ * (1 - __B__ + __B__ * len_r[p.num] / avg_r) end) * case p.field
+                    when 't' then __WEIGHT_T__ when 'h' then __WEIGHT_H__ when 'k' then __WEIGHT_K__
+                    else __WEIGHT_R__ end) as score
         from postings as p
         group by p.num
     ),
@@ -308,14 +328,15 @@ begin
         select q.term, left(q.term, 1) as field,
                ln(1 + (docs - coalesce(cardinality(t.nums), 0) + 0.5) / (coalesce(cardinality(t.nums), 0) + 0.5)) as idf
         from qt as q left join knowledge_terms as t on t.term = q.term
-        where left(q.term, 1) in ('t', 'k')
+        where left(q.term, 1) in ('t', 'k', 'r')
     ),
     coverage as (
         select m.num, coalesce(max(fc.value), 0) as value from measured as m
         left join lateral (
             select qd.field, sum(qd.idf * least(1.0, coalesce(h.tf, 0)::float8 / (coalesce(h.tf, 0) + __K1__ * (1 - __B__
                        + __B__ * case qd.field when 't' then len_t[m.num] / greatest(avg_t, 1e-9)
-                                               else len_k[m.num] / greatest(avg_k, 1e-9) end))))
+                                               when 'k' then len_k[m.num] / greatest(avg_k, 1e-9)
+                                               else len_r[m.num] / greatest(avg_r, 1e-9) end))))
                    / nullif(sum(qd.idf), 0) as value
             from query_distinct as qd
             left join (select u.term, u.tf from knowledge_chunk_terms as ct, unnest(ct.terms, ct.tfs) as u(term, tf)
