@@ -173,7 +173,7 @@ $$;
 
 -- Hybrid search: BM25 over the published bigrams (fields t, h, k weighted as the artifacts' word, title
 -- and kana-bigram fields), the dense ranking from the HNSW index, the top __CANDIDATES__ of each channel per
--- kind (boxes; sections and tables), fused by their spread (dbsf, as ranking.py), type priors, and
+-- kind (boxes; sections and tables), fused (__FUSION__: dbsf by their spread, or rrf by rank, as ranking.py), type priors, and
 -- relevance (a logistic of the cosine and the lexical coverage, as relevance.py). query_embedding null:
 -- the lexical channel alone.
 create or replace function search_knowledge(
@@ -228,28 +228,35 @@ begin
     with qt as (
         select q.term, q.qtf from knowledge_query_terms(query_text) as q
     ),
-    postings as (
-        select p.num, left(t.term, 1) as field, q.qtf, p.tf,
-               ln(1 + (docs - cardinality(t.nums) + 0.5) / (cardinality(t.nums) + 0.5)) as idf
-        from qt as q
-        join knowledge_terms as t on t.term = q.term
-        cross join lateral unnest(t.nums, t.tfs) as p(num, tf)
-        where docs > 0
+    -- Per query term found: its posting list, idf, field (slot), average length and weight, worked out once
+    -- per term, not per posting (cardinality() of a list detoasts all of it: seconds at 100,000 chunks). The
+    -- terms are looked up by the primary key (= any: qt's row estimate is the function's default, 1000).
+    matched as materialized (
+        select t.nums, t.tfs, q.qtf,
+               ln(1 + (docs - cardinality(t.nums) + 0.5) / (cardinality(t.nums) + 0.5)) as idf,
+               case left(t.term, 1) when 't' then 1 when 'h' then 2 when 'k' then 3 else 4 end as slot,
+               case left(t.term, 1) when 't' then avg_t when 'h' then avg_h when 'k' then avg_k else avg_r end as avg,
+               (case left(t.term, 1) when 't' then __WEIGHT_T__ when 'h' then __WEIGHT_H__ when 'k' then __WEIGHT_K__
+                else __WEIGHT_R__ end)::float8 as weight
+        from knowledge_terms as t
+        join qt as q on q.term = t.term
+        where t.term = any (array(select q2.term from qt as q2)) and docs > 0
     ),
+    postings as (
+        select p.num, m.slot, m.avg, m.weight, m.qtf, p.tf, m.idf
+        from matched as m
+        cross join lateral unnest(m.nums, m.tfs) as p(num, tf)
+    ),
+    -- BM25 in float8 (the constants are numeric literals, and numeric arithmetic per posting is slow).
     lexical_all as (
-        select p.num, sum(p.qtf * p.idf * p.tf / (p.tf + case p.field
-                    when 't' then __K1__ * (1 - __B__ + __B__ * len_t[p.num] / avg_t)
-                    when 'h' then __K1__ * (1 - __B__ + __B__ * len_h[p.num] / avg_h)
-                    when 'k' then __K1__ * (1 - __B__ + __B__ * len_k[p.num] / avg_k)
-                    else __K1__ * (1 - __B__ + __B__ * len_r[p.num] / avg_r) end) * case p.field
-                    when 't' then __WEIGHT_T__ when 'h' then __WEIGHT_H__ when 'k' then __WEIGHT_K__
-                    else __WEIGHT_R__ end) as score
+        select p.num, sum(p.qtf * p.idf * p.tf / (p.tf + (__K1__)::float8 * ((1 - __B__)::float8 + (__B__)::float8
+                    * case p.slot when 1 then len_t[p.num] when 2 then len_h[p.num] when 3 then len_k[p.num]
+                      else len_r[p.num] end / p.avg)) * p.weight) as score
         from postings as p
         group by p.num
     ),
     lexical_kind as (
-        select l.num, l.score, coalesce(parts[l.num], 0) = 1 as part,
-               row_number() over (partition by coalesce(parts[l.num], 0) = 1 order by l.score desc, l.num) as place
+        select l.num, l.score, coalesce(parts[l.num], 0) = 1 as part
         from lexical_all as l
         where l.score > 0 and (not filtered or exists (
             select 1 from knowledge_chunks as c where c.num = l.num
@@ -258,8 +265,11 @@ begin
               and (filter_material is null or c.material = filter_material)
               and (filter_level is null or c.level = filter_level)))
     ),
+    -- The best __CANDIDATES__ of each kind: two top-N sorts, not a sort of every chunk that matched.
     lexical as (
-        select k.num, k.score from lexical_kind as k where k.place <= __CANDIDATES__
+        (select k.num, k.score from lexical_kind as k where k.part order by k.score desc, k.num limit __CANDIDATES__)
+        union all
+        (select k.num, k.score from lexical_kind as k where not k.part order by k.score desc, k.num limit __CANDIDATES__)
     ),
     dense as (
         select d.num, d.cosine from (
@@ -291,12 +301,14 @@ begin
     ),
     fused as (
         select x.num, sum(x.value) as score from (
-            select l.num, __LEXICAL_WEIGHT__ * case when s.spread > 0
-                   then (l.score - (s.mean - s.spread / 2)) / s.spread else 1 end as value
+            select l.num, __LEXICAL_WEIGHT__ * case
+                   when '__FUSION__' = 'rrf' then 1.0 / (__RRF_K__ + row_number() over (order by l.score desc, l.num))
+                   when s.spread > 0 then (l.score - (s.mean - s.spread / 2)) / s.spread else 1 end as value
             from lexical as l, spreads as s where s.channel = 'lexical'
             union all
-            select d.num, __DENSE_WEIGHT__ * case when s.spread > 0
-                   then (d.cosine - (s.mean - s.spread / 2)) / s.spread else 1 end
+            select d.num, __DENSE_WEIGHT__ * case
+                   when '__FUSION__' = 'rrf' then 1.0 / (__RRF_K__ + row_number() over (order by d.cosine desc, d.num))
+                   when s.spread > 0 then (d.cosine - (s.mean - s.spread / 2)) / s.spread else 1 end
             from dense as d, spreads as s where s.channel = 'dense'
         ) as x
         group by x.num
