@@ -173,7 +173,7 @@ $$;
 
 -- Hybrid search: BM25 over the published bigrams (fields t, h, k weighted as the artifacts' word, title
 -- and kana-bigram fields), the dense ranking from the HNSW index, the top __CANDIDATES__ of each channel per
--- kind (boxes; sections and tables), fused (__FUSION__: dbsf by their spread, or rrf by rank, as ranking.py), type priors, and
+-- kind (boxes; sections and tables), fused by their spread (dbsf, as ranking.py), type priors, and
 -- relevance (a logistic of the cosine and the lexical coverage, as relevance.py). query_embedding null:
 -- the lexical channel alone.
 create or replace function search_knowledge(
@@ -301,14 +301,12 @@ begin
     ),
     fused as (
         select x.num, sum(x.value) as score from (
-            select l.num, __LEXICAL_WEIGHT__ * case
-                   when '__FUSION__' = 'rrf' then 1.0 / (__RRF_K__ + row_number() over (order by l.score desc, l.num))
-                   when s.spread > 0 then (l.score - (s.mean - s.spread / 2)) / s.spread else 1 end as value
+            select l.num, __LEXICAL_WEIGHT__ * case when s.spread > 0
+                   then (l.score - (s.mean - s.spread / 2)) / s.spread else 1 end as value
             from lexical as l, spreads as s where s.channel = 'lexical'
             union all
-            select d.num, __DENSE_WEIGHT__ * case
-                   when '__FUSION__' = 'rrf' then 1.0 / (__RRF_K__ + row_number() over (order by d.cosine desc, d.num))
-                   when s.spread > 0 then (d.cosine - (s.mean - s.spread / 2)) / s.spread else 1 end
+            select d.num, __DENSE_WEIGHT__ * case when s.spread > 0
+                   then (d.cosine - (s.mean - s.spread / 2)) / s.spread else 1 end
             from dense as d, spreads as s where s.channel = 'dense'
         ) as x
         group by x.num
