@@ -192,16 +192,25 @@ def publish_terms(conn, chunks: list[dict], readings: dict[str, list[list[str]]]
 
 
 def _take_out(conn, ids: list[str]) -> None:
-    """Remove the chunks' old bags from the posting lists (a term no chunk holds any more goes)."""
-    conn.execute(
+    """Remove the chunks' old bags from the posting lists (a term no chunk holds any more goes).
+    A list that loses one chunk is cut around its place (array_position, in C); one that loses
+    several is filtered element by element. Only the lists touched are checked for emptiness
+    (cardinality() detoasts a whole list)."""
+    emptied = conn.execute(
         "update knowledge_terms as t set"
-        " nums = array(select u.n from unnest(t.nums) with ordinality as u(n, o) where u.n <> all(x.gone) order by u.o),"
-        " tfs = array(select u.f from unnest(t.nums, t.tfs) with ordinality as u(n, f, o)"
-        "             where u.n <> all(x.gone) order by u.o)"
-        " from (select u.term, array_agg(ct.num) as gone from knowledge_chunk_terms as ct, unnest(ct.terms) as u(term)"
-        "       where ct.id = any(%s) group by u.term) as x"
-        " where t.term = x.term", (ids,))
-    conn.execute("delete from knowledge_terms where cardinality(nums) = 0")
+        " nums = case when x.at is not null then t.nums[:x.at - 1] || t.nums[x.at + 1:] else array("
+        "        select u.n from unnest(t.nums) with ordinality as u(n, o) where u.n <> all(x.gone) order by u.o) end,"
+        " tfs = case when x.at is not null then t.tfs[:x.at - 1] || t.tfs[x.at + 1:] else array("
+        "       select u.f from unnest(t.nums, t.tfs) with ordinality as u(n, f, o) where u.n <> all(x.gone) order by u.o) end"
+        " from (select g.term, g.gone, case when cardinality(g.gone) = 1"
+        "              then array_position(k.nums, g.gone[1]) end as at"
+        "       from (select u.term, array_agg(ct.num) as gone from knowledge_chunk_terms as ct, unnest(ct.terms) as u(term)"
+        "             where ct.id = any(%s) group by u.term) as g"
+        "       join knowledge_terms as k on k.term = g.term) as x"
+        " where t.term = x.term returning t.term, cardinality(t.nums) = 0", (ids,)).fetchall()
+    gone = [term for term, empty in emptied if empty]
+    if gone:
+        conn.execute("delete from knowledge_terms where term = any(%s)", (gone,))
     conn.execute("delete from knowledge_chunk_terms where id = any(%s)", (ids,))
 
 
