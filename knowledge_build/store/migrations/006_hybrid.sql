@@ -242,10 +242,10 @@ begin
         join qt as q on q.term = t.term
         where t.term = any (array(select q2.term from qt as q2)) and docs > 0
     ),
+    -- unnest in the select list streams (ProjectSet); in from, each list is first copied to a tuplestore
     postings as (
-        select p.num, m.slot, m.avg, m.weight, m.qtf, p.tf, m.idf
+        select unnest(m.nums) as num, unnest(m.tfs) as tf, m.slot, m.avg, m.weight, m.qtf, m.idf
         from matched as m
-        cross join lateral unnest(m.nums, m.tfs) as p(num, tf)
     ),
     -- BM25 in float8 (the constants are numeric literals, and numeric arithmetic per posting is slow).
     lexical_all as (
