@@ -93,16 +93,17 @@ def sql_tokens(settings) -> dict[str, str]:
     from ..kinds import KINDS
     from ..text.ja import MAX_KANA_RUN, MIN_SPAN
 
-    source = string.ascii_uppercase + _KATAKANA + SEPARATORS
-    target = string.ascii_lowercase + _HIRAGANA + " " * len(SEPARATORS)
     intents = ", ".join(f"({_e_string(k.type)}, {_e_string(word)})" for k in KINDS for word in k.words)
     weights = FIELD_WEIGHTS
     return {
-        "__FOLD_FROM__": _e_string(source), "__FOLD_TO__": _e_string(target),
+        "__CUT_FROM__": _e_string(string.ascii_uppercase + SEPARATORS),
+        "__CUT_TO__": _e_string(string.ascii_lowercase + " " * len(SEPARATORS)),
+        "__KANA_FROM__": _e_string(_KATAKANA), "__KANA_TO__": _e_string(_HIRAGANA),
         "__K1__": repr(K1), "__B__": repr(B),
         "__CANDIDATES__": str(int(settings.candidates)),
         "__DENSE_WEIGHT__": repr(float(settings.channel_weights["dense"])),
         "__LEXICAL_WEIGHT__": repr(float(LEXICAL_WEIGHT)),
+        "__FUSION__": FUSION, "__RRF_K__": str(int(settings.rrf_k)),
         "__WEIGHT_T__": repr(float(weights["t"])), "__WEIGHT_H__": repr(float(weights["h"])),
         "__WEIGHT_K__": repr(float(weights["k"])), "__WEIGHT_R__": repr(float(weights["r"])),
         "__MIN_SPAN__": str(int(MIN_SPAN)), "__MAX_KANA_RUN__": str(int(MAX_KANA_RUN)),
@@ -115,6 +116,7 @@ def sql_tokens(settings) -> dict[str, str]:
         "__PART_COSINE_CENTRE__": repr(float(settings.relevance_part_cosine_centre)),
         "__COSINE_SLOPE__": repr(float(settings.relevance_cosine_slope)),
         "__COVERAGE_CENTRE__": repr(float(COVERAGE_CENTRE)),
+        "__COVERAGE_FIELDS__": ", ".join(f"'{name}'" for name in COVERAGE_FIELDS),
         "__COVERAGE_SLOPE__": repr(float(settings.relevance_coverage_slope)),
         "__RELEVANCE_WINDOW__": str(int(settings.relevance_window)),
         "__RELEVANCE_THRESHOLD__": repr(float(settings.relevance_threshold)),
@@ -124,12 +126,14 @@ def sql_tokens(settings) -> dict[str, str]:
 # The bigram fields' BM25 weights and the lexical channel's weight in the fusion, chosen on the dev set
 # through the RPC (docs/retrieval.md, "Hybrid search in the database"): bigrams are not the artifacts'
 # words, so their weights are their own (the readings weigh more: kana2 0.2 and lexical 1.5 there).
-FIELD_WEIGHTS = {"t": 1.0, "h": 0.2, "k": 0.6, "r": 1.0}
+FIELD_WEIGHTS = {"t": 0.7, "h": 0.4, "k": 0.8, "r": 1.0}
 LEXICAL_WEIGHT = 1.0
+FUSION = "dbsf"  # or "rrf" (ranking.py's two fusions; docs/retrieval.md compares them through the RPC)
 
 # Relevance's lexical coverage read in the bigram field (whose coverage of a matching chunk differs
 # from the word fields'): its centre, chosen on the off-topic tuning file (docs/retrieval.md).
 COVERAGE_CENTRE = 0.30
+COVERAGE_FIELDS = ("t", "r")  # the reading bigrams (k) of a query's particles and endings cover anything
 
 
 # --- publish ---------------------------------------------------------------------------------

@@ -31,9 +31,15 @@ create table if not exists knowledge_lexical_stats (
     by_num int[] not null
 );
 
+-- NFKC, ASCII lower case, every separator a space: a text cut into runs, its kana as written.
+create or replace function knowledge_cut(t text) returns text
+language sql immutable strict parallel safe
+as $$ select translate(normalize(t, NFKC), __CUT_FROM__, __CUT_TO__) $$;
+
+-- knowledge_cut, then katakana as hiragana: what the terms are made of (store/lexical.py's fold).
 create or replace function knowledge_fold(t text) returns text
 language sql immutable strict parallel safe
-as $$ select translate(normalize(t, NFKC), __FOLD_FROM__, __FOLD_TO__) $$;
+as $$ select translate(knowledge_cut(t), __KANA_FROM__, __KANA_TO__) $$;
 
 -- The character bigrams of each run of a folded text (a one-character run is its own term).
 create or replace function knowledge_bigrams(folded text) returns setof text
@@ -130,7 +136,8 @@ create table if not exists knowledge_expansions (
 create or replace function knowledge_query_terms(query_text text) returns table (term text, qtf int)
 language sql stable strict parallel safe
 as $$
-    with folded as (select knowledge_fold(query_text) as f),
+    with cut as (select knowledge_cut(query_text) as c),
+    folded as (select translate(c, __KANA_FROM__, __KANA_TO__) as f from cut),
     words as (select w[1] as w, o from folded, regexp_matches(f, '[a-z]+', 'g') with ordinality as m(w, o)),
     romaji as (select coalesce(string_agg(knowledge_romaji(w), '' order by o), '') as kana,
                       count(*) filter (where knowledge_romaji(w) is null) = 0 and count(*) > 0
@@ -143,8 +150,11 @@ as $$
         where (not e.english and position(e.wording in folded.f) > 0)
            or (e.english and position(' ' || e.wording || ' ' in phrase.p) > 0)
     ),
-    texts as (select case when r.whole then '' else folded.f end || ' ' || r.kana || ' ' || knowledge_fold(x.terms) as t
-              from folded, romaji as r, expanded as x),
+    -- As written (katakana kept) for the text field, which skips bigrams all in hiragana; folded for the rest.
+    written as (select case when r.whole then '' else cut.c end || ' ' || r.kana || ' ' || knowledge_cut(x.terms) as t
+                from cut, romaji as r, expanded as x),
+    texts as (select translate(t, __KANA_FROM__, __KANA_TO__) as t from written),
+    written_terms as (select b from written, knowledge_bigrams(t) as b),
     text_terms as (select b from texts, knowledge_bigrams(t) as b),
     kana_runs as (select r from texts, regexp_split_to_table(regexp_replace(t, '[^ぁ-ゖー]+', ' ', 'g'), ' +') as r
                   where length(r) >= 2),
@@ -162,7 +172,8 @@ as $$
     reading_terms as (select a.s from known as a where not exists (
                           select from known as b where b.run = a.run and b.i <= a.i and a.j <= b.j
                                                    and (b.i, b.j) <> (a.i, a.j)))
-    select 't' || E'\037' || b, count(*)::int from text_terms where b !~ '^[ぁ-ゖー]+$' group by b
+    select 't' || E'\037' || translate(b, __KANA_FROM__, __KANA_TO__), count(*)::int from written_terms
+    where b !~ '^[ぁ-ゖー]+$' group by 1
     union all
     select 'h' || E'\037' || b, 1 from (select distinct b from text_terms) as d
     union all
@@ -173,7 +184,7 @@ $$;
 
 -- Hybrid search: BM25 over the published bigrams (fields t, h, k weighted as the artifacts' word, title
 -- and kana-bigram fields), the dense ranking from the HNSW index, the top __CANDIDATES__ of each channel per
--- kind (boxes; sections and tables), fused by their spread (dbsf, as ranking.py), type priors, and
+-- kind (boxes; sections and tables), fused (__FUSION__: dbsf by their spread, or rrf by rank, as ranking.py), type priors, and
 -- relevance (a logistic of the cosine and the lexical coverage, as relevance.py). query_embedding null:
 -- the lexical channel alone.
 create or replace function search_knowledge(
@@ -301,12 +312,14 @@ begin
     ),
     fused as (
         select x.num, sum(x.value) as score from (
-            select l.num, __LEXICAL_WEIGHT__ * case when s.spread > 0
-                   then (l.score - (s.mean - s.spread / 2)) / s.spread else 1 end as value
+            select l.num, __LEXICAL_WEIGHT__ * case
+                   when '__FUSION__' = 'rrf' then 1.0 / (__RRF_K__ + row_number() over (order by l.score desc, l.num))
+                   when s.spread > 0 then (l.score - (s.mean - s.spread / 2)) / s.spread else 1 end as value
             from lexical as l, spreads as s where s.channel = 'lexical'
             union all
-            select d.num, __DENSE_WEIGHT__ * case when s.spread > 0
-                   then (d.cosine - (s.mean - s.spread / 2)) / s.spread else 1 end
+            select d.num, __DENSE_WEIGHT__ * case
+                   when '__FUSION__' = 'rrf' then 1.0 / (__RRF_K__ + row_number() over (order by d.cosine desc, d.num))
+                   when s.spread > 0 then (d.cosine - (s.mean - s.spread / 2)) / s.spread else 1 end
             from dense as d, spreads as s where s.channel = 'dense'
         ) as x
         group by x.num
@@ -338,7 +351,7 @@ begin
         select q.term, left(q.term, 1) as field,
                ln(1 + (docs - coalesce(cardinality(t.nums), 0) + 0.5) / (coalesce(cardinality(t.nums), 0) + 0.5)) as idf
         from qt as q left join knowledge_terms as t on t.term = q.term
-        where left(q.term, 1) in ('t', 'k', 'r')
+        where left(q.term, 1) in (__COVERAGE_FIELDS__)
     ),
     coverage as (
         select m.num, coalesce(max(fc.value), 0) as value from measured as m
@@ -406,5 +419,5 @@ grant select on knowledge_chunk_terms, knowledge_terms, knowledge_lexical_stats,
 grant select, insert, update, delete, truncate on knowledge_chunk_terms, knowledge_terms, knowledge_lexical_stats,
     knowledge_expansions to knowledge_publisher;
 grant execute on function search_knowledge(text, vector, int, float, text, text, text, text) to anon, knowledge_publisher;
-grant execute on function knowledge_fold(text), knowledge_bigrams(text), knowledge_romaji(text),
+grant execute on function knowledge_cut(text), knowledge_fold(text), knowledge_bigrams(text), knowledge_romaji(text),
     knowledge_query_terms(text) to anon, knowledge_publisher;
