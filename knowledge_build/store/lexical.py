@@ -36,12 +36,16 @@ SEPARATORS = ("\t\n\r\x0b\x0c \x1f" + string.punctuation +
               "、。・「」『』【】〈〉《》〔〕〘〙〚〛…‥〜～“”‘’※→←↑↓⇒⇔○●◯△▲□■◆◇★☆♪")
 _KATAKANA = "".join(chr(c) for c in range(0x30A1, 0x30F7))  # ァ … ヶ
 _HIRAGANA = "".join(chr(c - 0x60) for c in range(0x30A1, 0x30F7))  # ぁ … ゖ
-_FOLD = str.maketrans(string.ascii_uppercase + _KATAKANA + SEPARATORS,
-                      string.ascii_lowercase + _HIRAGANA + " " * len(SEPARATORS))
+# Kanji numerals as digits (二次 = 2次), as the artifacts' lemmas read them.
+_NUMERALS, _DIGITS = "〇一二三四五六七八九", "0123456789"
+_CUT_FROM = string.ascii_uppercase + _NUMERALS + SEPARATORS
+_CUT_TO = string.ascii_lowercase + _DIGITS + " " * len(SEPARATORS)
+_FOLD = str.maketrans(_CUT_FROM + _KATAKANA, _CUT_TO + _HIRAGANA)
 
 
 def fold(text: str) -> str:
-    """NFKC, ASCII lower case, katakana as hiragana, every separator a space (SQL: knowledge_fold)."""
+    """NFKC, ASCII lower case, kanji numerals as digits, katakana as hiragana, every separator a space
+    (SQL: knowledge_fold)."""
     return unicodedata.normalize("NFKC", text or "").translate(_FOLD)
 
 
@@ -96,8 +100,7 @@ def sql_tokens(settings) -> dict[str, str]:
     intents = ", ".join(f"({_e_string(k.type)}, {_e_string(word)})" for k in KINDS for word in k.words)
     weights = FIELD_WEIGHTS
     return {
-        "__CUT_FROM__": _e_string(string.ascii_uppercase + SEPARATORS),
-        "__CUT_TO__": _e_string(string.ascii_lowercase + " " * len(SEPARATORS)),
+        "__CUT_FROM__": _e_string(_CUT_FROM), "__CUT_TO__": _e_string(_CUT_TO),
         "__KANA_FROM__": _e_string(_KATAKANA), "__KANA_TO__": _e_string(_HIRAGANA),
         "__K1__": repr(K1), "__B__": repr(B),
         "__CANDIDATES__": str(int(settings.candidates)),
