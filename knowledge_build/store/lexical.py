@@ -29,7 +29,7 @@ import string
 import unicodedata
 from collections import Counter
 
-FIELDS = ("t", "h", "k", "r")
+FIELDS = ("t", "h", "k", "r", "w")
 SEPARATOR = "\x1f"  # never in a folded text: it is a separator itself
 # Whitespace, ASCII punctuation and the Japanese punctuation, brackets and marks that part words.
 SEPARATORS = ("\t\n\r\x0b\x0c \x1f" + string.punctuation +
@@ -63,10 +63,11 @@ def chunk_terms(lexical_text: str, titles: str, readings: dict[str, list[str]]) 
     reading; `kana_terms`: readings of its nouns and noun runs)."""
     return {"t": Counter(bigrams(fold(lexical_text))), "h": Counter(bigrams(fold(titles))),
             "k": Counter(fold(token) for token in readings.get("kana2", ()) if token),
-            "r": Counter(fold(token) for token in readings.get("kana_terms", ()) if token)}
+            "r": Counter(fold(token) for token in readings.get("kana_terms", ()) if token),
+            "w": Counter(fold(token) for token in readings.get("lemma", ()) if token)}
 
 
-READING_FIELDS = ("kana2", "kana_terms")  # the artifacts' fields the reading terms come from
+READING_FIELDS = ("kana2", "kana_terms", "lemma")  # the artifacts' fields the reading and word terms come from
 
 
 def bag(fields: dict[str, Counter]) -> tuple[list[str], list[int], list[int]]:
@@ -109,6 +110,7 @@ def sql_tokens(settings) -> dict[str, str]:
         "__FUSION__": FUSION, "__RRF_K__": str(int(settings.rrf_k)),
         "__WEIGHT_T__": repr(float(weights["t"])), "__WEIGHT_H__": repr(float(weights["h"])),
         "__WEIGHT_K__": repr(float(weights["k"])), "__WEIGHT_R__": repr(float(weights["r"])),
+        "__WEIGHT_W__": repr(float(weights["w"])), "__MAX_WORD__": str(int(MAX_WORD)),
         "__MIN_SPAN__": str(int(MIN_SPAN)), "__MAX_KANA_RUN__": str(int(MAX_KANA_RUN)),
         "__EXAMPLE_WEIGHT__": repr(float(settings.example_weight)),
         "__SECTION_WEIGHT__": repr(float(settings.section_weight)),
@@ -129,7 +131,8 @@ def sql_tokens(settings) -> dict[str, str]:
 # The bigram fields' BM25 weights and the lexical channel's weight in the fusion, chosen on the dev set
 # through the RPC (docs/retrieval.md, "Hybrid search in the database"): bigrams are not the artifacts'
 # words, so their weights are their own (the readings weigh more: kana2 0.2 and lexical 1.5 there).
-FIELD_WEIGHTS = {"t": 0.7, "h": 0.4, "k": 0.8, "r": 1.0}
+FIELD_WEIGHTS = {"t": 0.7, "h": 0.4, "k": 0.8, "r": 1.0, "w": 1.0}
+MAX_WORD = 8  # the longest stretch of a query looked up as one of the site's words (field w)
 LEXICAL_WEIGHT = 1.0
 FUSION = "dbsf"  # or "rrf" (ranking.py's two fusions; docs/retrieval.md compares them through the RPC)
 

@@ -171,7 +171,19 @@ as $$
               where exists (select from knowledge_terms as kt where kt.term = 'r' || E'\037' || x.s)),
     reading_terms as (select a.s from known as a where not exists (
                           select from known as b where b.run = a.run and b.i <= a.i and a.j <= b.j
-                                                   and (b.i, b.j) <> (a.i, a.j)))
+                                                   and (b.i, b.j) <> (a.i, a.j))),
+    -- The site's words (field w, the artifacts' lemmas): in each run of the folded text, the stretches of up to
+    -- __MAX_WORD__ characters that are words, inside no longer one (三角形の1辺と平行な線 -> 三角, 形, 1, 辺, 平行, 線):
+    -- a word segmentation by the site's own vocabulary, without a tokenizer.
+    text_runs as (select left(r, 200) as r, row_number() over () as run
+                  from texts, regexp_split_to_table(t, ' +') as r where r <> ''),
+    pieces as (select x.run, i, i + n as j, substr(x.r, i, n) as s from text_runs as x,
+               generate_series(1, length(x.r)) as i, generate_series(1, least(__MAX_WORD__, length(x.r) - i + 1)) as n),
+    words_known as (select p.* from pieces as p
+                    where exists (select from knowledge_terms as kt where kt.term = 'w' || E'\037' || p.s)),
+    word_terms as (select a.s from words_known as a where not exists (
+                       select from words_known as b where b.run = a.run and b.i <= a.i and a.j <= b.j
+                                                      and (b.i, b.j) <> (a.i, a.j)))
     select 't' || E'\037' || translate(b, __KANA_FROM__, __KANA_TO__), count(*)::int from written_terms
     where b !~ '^[ぁ-ゖー]+$' group by 1
     union all
@@ -180,6 +192,8 @@ as $$
     select 'k' || E'\037' || b, count(*)::int from kana_terms group by b
     union all
     select 'r' || E'\037' || s, count(*)::int from reading_terms group by s
+    union all
+    select 'w' || E'\037' || s, count(*)::int from word_terms group by s
 $$;
 
 -- Hybrid search: BM25 over the published bigrams (fields t, h, k weighted as the artifacts' word, title
@@ -213,10 +227,12 @@ declare
     avg_h float8;
     avg_k float8;
     avg_r float8;
+    avg_w float8;
     len_t int[];
     len_h int[];
     len_k int[];
     len_r int[];
+    len_w int[];
     parts int[];
     filtered boolean := coalesce(filter_category, filter_type, filter_material, filter_level) is not null;
     intended text;
@@ -230,6 +246,7 @@ begin
     select s.total::float8 / greatest(docs, 1), s.by_num into avg_h, len_h from knowledge_lexical_stats s where s.key = 'h';
     select s.total::float8 / greatest(docs, 1), s.by_num into avg_k, len_k from knowledge_lexical_stats s where s.key = 'k';
     select s.total::float8 / greatest(docs, 1), s.by_num into avg_r, len_r from knowledge_lexical_stats s where s.key = 'r';
+    select s.total::float8 / greatest(docs, 1), s.by_num into avg_w, len_w from knowledge_lexical_stats s where s.key = 'w';
     select s.by_num into parts from knowledge_lexical_stats s where s.key = 'part';
     docs := coalesce(docs, 0);
     select min(i.type) into intended from (values __INTENTS__) as i(type, word)
@@ -245,10 +262,11 @@ begin
     matched as materialized (
         select t.nums, t.tfs, q.qtf,
                ln(1 + (docs - cardinality(t.nums) + 0.5) / (cardinality(t.nums) + 0.5)) as idf,
-               case left(t.term, 1) when 't' then 1 when 'h' then 2 when 'k' then 3 else 4 end as slot,
-               case left(t.term, 1) when 't' then avg_t when 'h' then avg_h when 'k' then avg_k else avg_r end as avg,
+               case left(t.term, 1) when 't' then 1 when 'h' then 2 when 'k' then 3 when 'r' then 4 else 5 end as slot,
+               case left(t.term, 1) when 't' then avg_t when 'h' then avg_h when 'k' then avg_k when 'r' then avg_r
+                    else avg_w end as avg,
                (case left(t.term, 1) when 't' then __WEIGHT_T__ when 'h' then __WEIGHT_H__ when 'k' then __WEIGHT_K__
-                else __WEIGHT_R__ end)::float8 as weight
+                when 'r' then __WEIGHT_R__ else __WEIGHT_W__ end)::float8 as weight
         from knowledge_terms as t
         join qt as q on q.term = t.term
         where t.term = any (array(select q2.term from qt as q2)) and docs > 0
@@ -262,7 +280,7 @@ begin
     lexical_all as (
         select p.num, sum(p.qtf * p.idf * p.tf / (p.tf + (__K1__)::float8 * ((1 - __B__)::float8 + (__B__)::float8
                     * case p.slot when 1 then len_t[p.num] when 2 then len_h[p.num] when 3 then len_k[p.num]
-                      else len_r[p.num] end / p.avg)) * p.weight) as score
+                      when 4 then len_r[p.num] else len_w[p.num] end / p.avg)) * p.weight) as score
         from postings as p
         group by p.num
     ),
@@ -359,7 +377,8 @@ begin
             select qd.field, sum(qd.idf * least(1.0, coalesce(h.tf, 0)::float8 / (coalesce(h.tf, 0) + __K1__ * (1 - __B__
                        + __B__ * case qd.field when 't' then len_t[m.num] / greatest(avg_t, 1e-9)
                                                when 'k' then len_k[m.num] / greatest(avg_k, 1e-9)
-                                               else len_r[m.num] / greatest(avg_r, 1e-9) end))))
+                                               when 'r' then len_r[m.num] / greatest(avg_r, 1e-9)
+                                               else len_w[m.num] / greatest(avg_w, 1e-9) end))))
                    / nullif(sum(qd.idf), 0) as value
             from query_distinct as qd
             left join (select u.term, u.tf from knowledge_chunk_terms as ct, unnest(ct.terms, ct.tfs) as u(term, tf)
