@@ -139,7 +139,7 @@ FUSION = "dbsf"  # or "rrf" (ranking.py's two fusions; docs/retrieval.md compare
 # Relevance's lexical coverage read in the bigram field (whose coverage of a matching chunk differs
 # from the word fields'): its centre, chosen on the off-topic tuning file (docs/retrieval.md).
 COVERAGE_CENTRE = 0.30
-COVERAGE_FIELDS = ("t", "r")  # the reading bigrams (k) of a query's particles and endings cover anything
+COVERAGE_FIELDS = ("t", "w", "r")  # not k: the reading bigrams of a query's particles and endings cover anything
 
 
 # --- publish ---------------------------------------------------------------------------------
