@@ -167,6 +167,31 @@ def test_the_publishing_role_may_write_the_lexical_tables(fresh_db, tmp_path):
         conn.rollback()
 
 
+def test_a_member_of_the_publishing_role_publishes_a_change(fresh_db, tmp_path):
+    """The owner migrates once; from then on a login role in knowledge_publisher publishes (rows,
+    terms, statistics), as the README says."""
+    with connect(fresh_db) as conn:
+        publish(conn, _site_index(tmp_path))
+    role = "kb_pub_" + fresh_db.split("/kb_", 1)[1][:8]
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        conn.execute(sql.SQL("create role {} login in role knowledge_publisher").format(sql.Identifier(role)))
+
+    def edit(root):
+        page = root / "junior" / "因数分解.html"
+        text = page.read_text(encoding="utf-8")
+        assert "そこで使うのが「たすき掛け」です" in text
+        page.write_text(text.replace("そこで使うのが「たすき掛け」です", "そこで使うのが「たすきがけ」です"), encoding="utf-8")
+
+    changed = _site_index(tmp_path, edit, name="edited")
+    as_publisher = fresh_db.replace("postgresql://postgres:@", f"postgresql://{role}:@")
+    assert as_publisher != fresh_db
+    with connect(as_publisher) as conn:
+        assert conn.execute("select current_user").fetchone()[0] == role
+        plan = publish(conn, changed)
+    assert plan.update and plan.terms == len(plan.update) + len(plan.insert)
+    assert _meta(fresh_db)["build_id"] == json.loads((changed / "manifest.json").read_text())["build_id"]
+
+
 def test_hostile_text_is_data_not_sql(fresh_db, tmp_path):
     hostile = "'; drop table knowledge_chunks; --"
 

@@ -180,8 +180,9 @@ def publish_terms(conn, chunks: list[dict], readings: dict[str, list[list[str]]]
         _take_out(conn, stale)
     _number_new_chunks(conn)
     nums = dict(conn.execute("select id, num from knowledge_chunks where id = any(%s)", (needed,)).fetchall())
+    target = copy_target(conn, "knowledge_chunk_terms")
     with Progress("indexing terms", len(needed), "chunk", progress) as bar, \
-            conn.cursor().copy("copy knowledge_chunk_terms (num, id, lengths, terms, tfs) from stdin") as copy:
+            conn.cursor().copy(f"copy {target} (num, id, lengths, terms, tfs) from stdin") as copy:
         for chunk_id in needed:
             row = rows[chunk_id]
             terms, tfs, lengths = chunk_bag(chunks[row], {name: lists[row] for name, lists in readings.items()})
@@ -189,6 +190,7 @@ def publish_terms(conn, chunks: list[dict], readings: dict[str, list[list[str]]]
             if touched is not None:
                 touched[nums[chunk_id]] = lengths
             bar.update(1)
+    copied(conn, "knowledge_chunk_terms", target)
     if rebuild:
         conn.execute("insert into knowledge_terms (term, nums, tfs)"
                      " select u.term, array_agg(ct.num order by ct.num), array_agg(u.tf order by ct.num)"
@@ -259,9 +261,11 @@ def _recount(conn, touched: dict[int, list[int] | None] | None = None) -> None:
     stats = [(name, sum(values), values) for name, values in zip(FIELDS, lengths)]
     stats += [("part", sum(parts), parts), ("docs", docs, [])]
     conn.execute("delete from knowledge_lexical_stats")
-    with conn.cursor().copy("copy knowledge_lexical_stats (key, total, by_num) from stdin") as copy:
+    target = copy_target(conn, "knowledge_lexical_stats")
+    with conn.cursor().copy(f"copy {target} (key, total, by_num) from stdin") as copy:
         for key, total, values in stats:  # an array as its text: psycopg dumps a list element by element
             copy.write_row((key, total, "{" + ",".join(map(str, values)) + "}"))
+    copied(conn, "knowledge_lexical_stats", target)
 
 
 def _patched(previous: dict[str, list[int]], top: int, touched: dict[int, list[int] | None],
@@ -306,6 +310,30 @@ def expansion_rows(thesaurus=None) -> list[tuple[str, bool, str]]:
 
 def publish_expansions(conn, thesaurus=None) -> None:
     conn.execute("delete from knowledge_expansions")
-    with conn.cursor().copy("copy knowledge_expansions (wording, english, terms) from stdin") as copy:
+    target = copy_target(conn, "knowledge_expansions")
+    with conn.cursor().copy(f"copy {target} (wording, english, terms) from stdin") as copy:
         for row in expansion_rows(thesaurus):
             copy.write_row(row)
+    copied(conn, "knowledge_expansions", target)
+
+
+def copy_target(conn, table: str) -> str:
+    """Where to COPY rows for `table` (a fixed name): the table itself when row-level security does
+    not apply to the current user (its owner, a superuser), else a temporary copy of it, since COPY
+    FROM refuses tables under row-level security (a member of knowledge_publisher); `copied` then
+    moves the rows over."""
+    applies = conn.execute(
+        "select c.relrowsecurity and not (r.rolsuper or r.rolbypassrls or pg_has_role(current_user, c.relowner, 'MEMBER'))"
+        " from pg_class as c, pg_roles as r where c.oid = to_regclass(%s) and r.rolname = current_user",
+        (table,)).fetchone()
+    if not applies or not applies[0]:
+        return table
+    conn.execute(f"create temporary table if not exists incoming_{table} (like {table}) on commit drop")
+    conn.execute(f"truncate incoming_{table}")
+    return f"incoming_{table}"
+
+
+def copied(conn, table: str, target: str) -> None:
+    if target != table:
+        conn.execute(f"insert into {table} select * from {target}")
+        conn.execute(f"truncate {target}")

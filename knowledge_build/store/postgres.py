@@ -67,8 +67,11 @@ def migrate(conn, dim: int) -> list[str]:
     applied_now = []
     with conn.transaction():
         conn.execute("select pg_advisory_xact_lock(%s)", (PUBLISH_LOCK,))
-        conn.execute("create table if not exists knowledge_migrations ("
-                     " version text primary key, applied_at timestamptz not null default now())")
+        # Created only when missing: `create table if not exists` needs the right to create in the
+        # schema even when the table is there, which a member of knowledge_publisher lacks.
+        if conn.execute("select to_regclass('knowledge_migrations')").fetchone()[0] is None:
+            conn.execute("create table knowledge_migrations ("
+                         " version text primary key, applied_at timestamptz not null default now())")
         done = {row[0] for row in conn.execute("select version from knowledge_migrations")}
         existing = table_dimension(conn)
         if existing is not None and existing != dim:

@@ -435,6 +435,8 @@ create policy knowledge_lexical_stats_publish on knowledge_lexical_stats for all
 
 revoke all on knowledge_chunk_terms, knowledge_terms, knowledge_lexical_stats, knowledge_expansions from anon;
 grant select on knowledge_chunk_terms, knowledge_terms, knowledge_lexical_stats, knowledge_expansions to anon;
+-- The publisher reads which migrations are applied (publish checks before it writes).
+grant select on knowledge_migrations to knowledge_publisher;
 grant select, insert, update, delete, truncate on knowledge_chunk_terms, knowledge_terms, knowledge_lexical_stats,
     knowledge_expansions to knowledge_publisher;
 grant execute on function search_knowledge(text, vector, int, float, text, text, text, text) to anon, knowledge_publisher;
