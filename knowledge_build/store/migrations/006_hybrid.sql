@@ -219,6 +219,9 @@ returns table (
 language plpgsql stable security invoker
 set hnsw.ef_search = 200
 set hnsw.iterative_scan = 'relaxed_order'
+-- A query of common bigrams scores 100,000 chunks or more at 100,000 chunks: its aggregate and candidate
+-- lists spill to disk at the default work_mem (4 MB here; a few MB on Supabase).
+set work_mem = '32MB'
 as $$
 #variable_conflict use_column
 declare
