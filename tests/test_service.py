@@ -109,7 +109,7 @@ def test_concurrent_database_searches_use_separate_connections(tmp_path, fresh_d
         publish(conn, path)
     service = SearchService(_open(path), fresh_db, pool_size=4)
     barrier, backends = threading.Barrier(4), []
-    original = postgres.dense_search
+    original = postgres.hybrid_search  # a hybrid query goes to the hybrid RPC
 
     def inside_the_barrier(conn, *args, **kwargs):
         # Every caller holds its connection here until all four arrived: one shared connection
@@ -118,7 +118,7 @@ def test_concurrent_database_searches_use_separate_connections(tmp_path, fresh_d
         backends.append(conn.execute("select pg_backend_pid()").fetchone()[0])
         return original(conn, *args, **kwargs)
 
-    monkeypatch.setattr(postgres, "dense_search", inside_the_barrier)
+    monkeypatch.setattr(postgres, "hybrid_search", inside_the_barrier)
     sources = []
     threads = [threading.Thread(target=lambda: sources.append(service.search("移項")[0].source)) for _ in range(4)]
     for thread in threads:
@@ -170,17 +170,26 @@ def test_database_and_artifacts_paths_agree_on_50_corpus_queries(dev_queries, co
     service = SearchService(index, fresh_db)
     queries = [json.loads(line)["query"] for line in
                dev_queries.read_text(encoding="utf-8").splitlines()][:50]
+    same_first, shared = 0, 0
     for query in queries:
-        for mode in ("dense", "hybrid"):
-            from_db = service.search(query, k=5, mode=mode)
-            local = index.search(query, k=5, mode=mode)
-            assert {r.source for r in from_db} == {"database"}, query
-            assert [r.id for r in from_db] == [r.id for r in local], (mode, query)
-            for a, b in zip(from_db, local):
-                assert abs(a.similarity - b.similarity) < 1e-4
-                # relevance's cosine slope is 50: a 1e-4 cosine difference moves it by at most 1.25e-3
-                assert abs(a.relevance - b.relevance) < 2e-3, query
-                assert a.relevant == b.relevant or abs(b.relevance - 0.5) < 2e-3, query
+        # dense: the database's ranking fused locally, exactly as offline
+        from_db, local = service.search(query, k=5, mode="dense"), index.search(query, k=5, mode="dense")
+        assert {r.source for r in from_db} == {"database"}, query
+        assert [r.id for r in from_db] == [r.id for r in local], query
+        for a, b in zip(from_db, local):
+            assert abs(a.similarity - b.similarity) < 1e-4
+            # relevance's cosine slope is 50: a 1e-4 cosine difference moves it by at most 1.25e-3
+            assert abs(a.relevance - b.relevance) < 2e-3, query
+            assert a.relevant == b.relevant or abs(b.relevance - 0.5) < 2e-3, query
+        # hybrid: the database's own lexical channel (bigrams and the site's words, README "Hybrid
+        # search in the database"), so the lists differ in places: 45/50 first results and 3.86 of 5
+        # shared when measured (2026-11-27); the bars leave room for the fusion's near-ties.
+        from_db, local = service.search(query, k=5), index.search(query, k=5)
+        assert {r.source for r in from_db} == {"database"}, query
+        assert all(0 <= a.similarity <= 1 and 0 <= a.relevance <= 1 for a in from_db), query
+        same_first += from_db[0].id == local[0].id
+        shared += len({r.id for r in from_db} & {r.id for r in local})
+    assert same_first >= 40 and shared >= 3.5 * len(queries), (same_first, shared)
     assert service.search("解の公式", k=3, type="rule", category="equations")[0].source == "database"
 
 

@@ -215,6 +215,23 @@ class Postings:
                 out[row].extend([text] * tf)
         return out
 
+    def row_tokens(self, field: str, rows) -> dict[int, list[str]]:
+        """The field's tokens of a few rows (each repeated as often as the row holds it, in token
+        order, as field_lists gives them), found by one pass over the field's postings."""
+        prefix = key(field, "")
+        first = self._search_at_least(prefix)
+        last = self._search_at_least(key(field, "")[:-1] + bytes([ord(SEPARATOR) + 1]))
+        out: dict[int, list[str]] = {int(row): [] for row in rows}
+        if first >= last or not out:
+            return out
+        begin, end = int(self.indptr[first]), int(self.indptr[last])
+        at = np.nonzero(np.isin(np.asarray(self.rows[begin:end]), np.fromiter(out, dtype=np.int64)))[0] + begin
+        tokens = np.searchsorted(np.asarray(self.indptr), at, side="right") - 1
+        for position, token in zip(at.tolist(), tokens.tolist()):
+            raw = self.vocab[self._offsets[token]:self._offsets[token + 1]]
+            out[int(self.rows[position])].extend([raw[len(prefix):].decode("utf-8")] * int(self.tf[position]))
+        return out
+
     def _search_at_least(self, wanted: bytes) -> int:
         lo, hi = 0, len(self)
         vocab, offsets = self.vocab, self._offsets

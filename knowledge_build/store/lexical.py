@@ -70,6 +70,26 @@ def chunk_terms(lexical_text: str, titles: str, readings: dict[str, list[str]]) 
 READING_FIELDS = ("kana2", "kana_terms", "lemma")  # the artifacts' fields the reading and word terms come from
 
 
+class Readings:
+    """The artifacts' READING_FIELDS tokens of the chunks, read for the rows asked for: a few rows
+    (an incremental publish) by one pass over each field's postings, many by inverting them whole."""
+
+    def __init__(self, postings=None, lists: dict[str, list[list[str]]] | None = None, size: int = 0):
+        self._postings, self._lists, self._size = postings, lists, size
+
+    def of(self, rows: list[int]) -> list[dict[str, list[str]]]:
+        postings = self._postings
+        if self._lists is None and postings is not None and len(rows) > REBUILD_SHARE * max(1, self._size):
+            self._lists = {name: postings.field_lists(name) if name in postings.fields else [[] for _ in
+                                                                                           range(self._size)]
+                           for name in READING_FIELDS}
+        if self._lists is not None:
+            return [{name: lists[row] for name, lists in self._lists.items()} for row in rows]
+        found = {name: postings.row_tokens(name, rows) if postings is not None and name in postings.fields else {}
+                 for name in READING_FIELDS}
+        return [{name: found[name].get(row, []) for name in READING_FIELDS} for row in rows]
+
+
 def bag(fields: dict[str, Counter]) -> tuple[list[str], list[int], list[int]]:
     """(terms, tfs, lengths) as stored: terms keyed `field \\x1f term` in sorted order, tf capped at
     32767 (smallint), each field's length (its token count, at least 1, as the artifacts count)."""
@@ -157,12 +177,11 @@ def chunk_bag(chunk: dict, readings: dict[str, list[str]]) -> tuple[list[str], l
     return bag(chunk_terms(item.lexical_text, titles, readings))
 
 
-def publish_terms(conn, chunks: list[dict], readings: dict[str, list[list[str]]], changed: set[str],
-                  progress: bool = False) -> int:
+def publish_terms(conn, chunks: list[dict], readings: Readings, changed: set[str], progress: bool = False) -> int:
     """Bring the lexical tables in line with the chunks just published (inside the publish's
     transaction, after the rows were written): take the old bags of changed and deleted chunks out
-    of the posting lists, put the new ones in, and recount the statistics. `readings[field][i]`
-    holds chunks[i]'s tokens of a READING_FIELDS field; `changed`: the ids inserted or updated.
+    of the posting lists, put the new ones in, and recount the statistics. `readings` gives the
+    chunks' tokens of the READING_FIELDS by row; `changed`: the ids inserted or updated.
     Returns how many chunks got new bags."""
     from ..progress import Progress
 
@@ -183,13 +202,14 @@ def publish_terms(conn, chunks: list[dict], readings: dict[str, list[list[str]]]
     target = copy_target(conn, "knowledge_chunk_terms")
     with Progress("indexing terms", len(needed), "chunk", progress) as bar, \
             conn.cursor().copy(f"copy {target} (num, id, lengths, terms, tfs) from stdin") as copy:
-        for chunk_id in needed:
-            row = rows[chunk_id]
-            terms, tfs, lengths = chunk_bag(chunks[row], {name: lists[row] for name, lists in readings.items()})
-            copy.write_row([nums[chunk_id], chunk_id, lengths, terms, tfs])
-            if touched is not None:
-                touched[nums[chunk_id]] = lengths
-            bar.update(1)
+        for start in range(0, len(needed), 2000):
+            batch = needed[start:start + 2000]
+            for chunk_id, tokens in zip(batch, readings.of([rows[chunk_id] for chunk_id in batch])):
+                terms, tfs, lengths = chunk_bag(chunks[rows[chunk_id]], tokens)
+                copy.write_row([nums[chunk_id], chunk_id, lengths, terms, tfs])
+                if touched is not None:
+                    touched[nums[chunk_id]] = lengths
+                bar.update(1)
     copied(conn, "knowledge_chunk_terms", target)
     if rebuild:
         conn.execute("insert into knowledge_terms (term, nums, tfs)"

@@ -128,23 +128,21 @@ class PublishPlan:
 
 
 def load_publishable(index_dir: Path):
-    """The verified artifact set as (manifest, chunk dicts, vectors, reading token lists by field
-    and row: store/lexical.py's READING_FIELDS); a schema 2 set verified in full (its vectors are
-    fp16, published as the float32 values they decode to)."""
+    """The verified artifact set as (manifest, chunk dicts, vectors, the chunks' reading and word
+    tokens: store/lexical.py's Readings); a schema 2 set verified in full (its vectors are fp16,
+    published as the float32 values they decode to)."""
     from ..index.verify_v2 import open_set
-    from .lexical import READING_FIELDS
+    from .lexical import READING_FIELDS, Readings
 
     artifacts = read_artifacts(index_dir)
     if artifacts.manifest["schema_version"] == 1:
         chunks, index, lexical = decode(artifacts, index_dir)
         fields = lexical["fields"]
-        readings = {name: fields.get(name) or [[] for _ in chunks] for name in READING_FIELDS}
+        readings = Readings(lists={name: fields.get(name) or [[] for _ in chunks] for name in READING_FIELDS})
     else:
         opened = open_set(Path(index_dir), artifacts.manifest, full=True)
         chunks, index = [opened.chunks.raw(row) for row in range(len(opened.chunks))], opened.index
-        postings = opened.postings
-        readings = {name: postings.field_lists(name) if name in postings.fields else [[] for _ in chunks]
-                    for name in READING_FIELDS}
+        readings = Readings(opened.postings, size=len(chunks))
     vectors = index.reconstruct_n(0, index.ntotal) if index.ntotal else np.zeros((0, index.d), np.float32)
     return artifacts.manifest, chunks, vectors, readings
 
@@ -210,19 +208,27 @@ def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False
 
 
 def _upsert(conn, rows: list, progress: bool) -> None:
+    """Insert new chunks and update changed ones. A new chunk gets its number in the posting lists
+    (store/lexical.py) here, the next ones in id order, so no row is written twice (every write of a
+    row also writes it into the HNSW index)."""
     if not rows:
         return
     from ..progress import Progress
 
+    known = {r[0] for r in conn.execute("select id from knowledge_chunks where id = any(%s)",
+                                        ([chunk["id"] for chunk, _ in rows],))}
+    start = conn.execute("select coalesce(max(num), 0) from knowledge_chunks").fetchone()[0]
+    numbers = {chunk_id: start + i for i, chunk_id in
+               enumerate(sorted(chunk["id"] for chunk, _ in rows if chunk["id"] not in known), start=1)}
     conn.execute("create temporary table knowledge_incoming (like knowledge_chunks including defaults) on commit drop")
-    columns = ", ".join((*_FIELDS, "embedding"))
+    columns = ", ".join((*_FIELDS, "embedding", "num"))
     with Progress("publishing", len(rows), "row", progress) as bar, \
             conn.cursor().copy(f"copy knowledge_incoming ({columns}) from stdin") as copy:
         for chunk, vector in rows:
             copy.write_row([*(list(chunk[k]) if k in ("learns", "prerequisites") else chunk[k] for k in _FIELDS),
-                            np.asarray(vector, dtype=np.float32)])
+                            np.asarray(vector, dtype=np.float32), numbers.get(chunk["id"])])
             bar.update(1)
-    updates = ", ".join(f"{c} = excluded.{c}" for c in (*_FIELDS[1:], "embedding"))
+    updates = ", ".join(f"{c} = excluded.{c}" for c in (*_FIELDS[1:], "embedding"))  # a number stays
     conn.execute(f"insert into knowledge_chunks ({columns}) select {columns} from knowledge_incoming"
                  f" on conflict (id) do update set {updates}, updated_at = now()")
 
