@@ -132,6 +132,13 @@ class ChunkRecords(Sequence):
             raise ArtifactUnreadable(self.path, "knowledge_chunks.jsonl", f"line {row + 1} is not a chunk")
         return data
 
+    def digests(self, salt: bytes = b"") -> list[str]:
+        """The sha256 of `salt` and each row's line, in row order, without decoding a chunk."""
+        import hashlib
+
+        data, offsets = memoryview(self._data), self._offsets
+        return [hashlib.sha256(salt + data[offsets[row]:offsets[row + 1]]).hexdigest() for row in range(len(self))]
+
     def _load(self, row: int):
         from ..errors import ArtifactUnreadable
 

@@ -61,8 +61,7 @@ def open_set(path: Path, manifest: dict, full: bool | None = None) -> OpenedV2:
     if full is None:
         full = sum(entries[name]["size"] for name in CONTENT_FILES) <= FULL_CHECK_BYTES
     if full:
-        for name in CONTENT_FILES:
-            _check_sha256(path, name, entries[name]["sha256"])
+        check_checksums(path, manifest)
     for name in others:
         if not isinstance(name, str) or name != Path(name).name or name.startswith("."):
             raise ChecksumMismatch(path, str(name), "not a file name of an artifact set")
@@ -93,9 +92,16 @@ def open_set(path: Path, manifest: dict, full: bool | None = None) -> OpenedV2:
     postings = Postings(fields, vocab, arrays["offsets"], arrays["indptr"], arrays["rows"], arrays["tf"],
                         arrays["lengths"], arrays["df_ref"], ~columns.parts)
     index = _faiss(path, manifest, n, dim)
+    opened = OpenedV2(chunks, columns, index, postings, full)
     if full:
-        _check_contents(path, manifest, chunks, columns, index, postings)
-    return OpenedV2(chunks, columns, index, postings, full)
+        check_contents(path, manifest, opened)
+    return opened
+
+
+def check_checksums(path: Path, manifest: dict) -> None:
+    """Every byte of the content files against the manifest's sha256 (0.6 s at 100,000 chunks)."""
+    for name in CONTENT_FILES:
+        _check_sha256(path, name, manifest["files"][name]["sha256"])
 
 
 def _check_size(path: Path, name: str, entries: dict) -> None:
@@ -195,9 +201,11 @@ def _faiss(path: Path, manifest: dict, n: int, dim: int):
     return index
 
 
-def _check_contents(path: Path, manifest: dict, chunks: ChunkRecords, columns: Columns, index, postings) -> None:
+def check_contents(path: Path, manifest: dict, opened: OpenedV2) -> None:
     """Everything the cheap open trusts: chunks, counts, columns, vectors, postings."""
     from ..model import Chunk
+
+    chunks, columns, index, postings = opened.chunks, opened.columns, opened.index, opened.postings
     from .files import check_counts, chunk_shape_problem
 
     try:

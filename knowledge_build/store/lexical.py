@@ -131,6 +131,8 @@ def sql_tokens(settings) -> dict[str, str]:
         "__WEIGHT_T__": repr(float(weights["t"])), "__WEIGHT_H__": repr(float(weights["h"])),
         "__WEIGHT_K__": repr(float(weights["k"])), "__WEIGHT_R__": repr(float(weights["r"])),
         "__WEIGHT_W__": repr(float(weights["w"])), "__MAX_WORD__": str(int(MAX_WORD)),
+        "__COMMON_SHARE__": repr(float(COMMON_SHARE)), "__COMMON_FLOOR__": str(int(COMMON_FLOOR)),
+        "__MIN_TERMS__": str(int(MIN_TERMS)),
         "__MIN_SPAN__": str(int(MIN_SPAN)), "__MAX_KANA_RUN__": str(int(MAX_KANA_RUN)),
         "__EXAMPLE_WEIGHT__": repr(float(settings.example_weight)),
         "__SECTION_WEIGHT__": repr(float(settings.section_weight)),
@@ -154,6 +156,13 @@ def sql_tokens(settings) -> dict[str, str]:
 FIELD_WEIGHTS = {"t": 0.7, "h": 0.4, "k": 0.8, "r": 1.0, "w": 1.0}
 MAX_WORD = 8  # the longest stretch of a query looked up as one of the site's words (field w)
 LEXICAL_WEIGHT = 1.0
+# A query term held by more than COMMON_SHARE of the chunks, and by more than COMMON_FLOOR of them, is
+# not scored (unless it is among the MIN_TERMS rarest of the query): its posting list is most of the
+# RPC's work on a large site (docs/benchmarks.md, "The database at 100,000 chunks"). The floor leaves a
+# site of up to COMMON_FLOOR chunks (the reference corpus, JSQuAD) scored in full.
+COMMON_SHARE = 0.05
+COMMON_FLOOR = 5000
+MIN_TERMS = 3
 FUSION = "dbsf"  # or "rrf" (ranking.py's two fusions; docs/retrieval.md compares them through the RPC)
 
 # Relevance's lexical coverage read in the bigram field (whose coverage of a matching chunk differs
@@ -166,6 +175,9 @@ COVERAGE_FIELDS = ("t", "w", "r")  # not k: the reading bigrams of a query's par
 
 # Above this share of the published chunks to (re)write, the posting lists are rebuilt whole.
 REBUILD_SHARE = 0.2
+# Part of every row's fingerprint (store/publishable.py): a change to what chunk_bag makes of a chunk
+# takes a new number, and the next publish writes every row's terms again.
+TERMS_VERSION = 1
 
 
 def chunk_bag(chunk: dict, readings: dict[str, list[str]]) -> tuple[list[str], list[int], list[int]]:
@@ -177,26 +189,29 @@ def chunk_bag(chunk: dict, readings: dict[str, list[str]]) -> tuple[list[str], l
     return bag(chunk_terms(item.lexical_text, titles, readings))
 
 
-def publish_terms(conn, chunks: list[dict], readings: Readings, changed: set[str], progress: bool = False) -> int:
+def publish_terms(conn, source, changed: set[str], progress: bool = False) -> int:
     """Bring the lexical tables in line with the chunks just published (inside the publish's
     transaction, after the rows were written): take the old bags of changed and deleted chunks out
-    of the posting lists, put the new ones in, and recount the statistics. `readings` gives the
-    chunks' tokens of the READING_FIELDS by row; `changed`: the ids inserted or updated.
-    Returns how many chunks got new bags."""
+    of the posting lists, put the new ones in, and recount the statistics. `source`: the set being
+    published (store/publishable.py: its rows' chunks and reading tokens); `changed`: the ids
+    inserted or updated. Returns how many chunks got new bags."""
     from ..progress import Progress
 
-    rows = {c["id"]: i for i, c in enumerate(chunks)}
-    termed = dict(conn.execute("select id, num from knowledge_chunk_terms").fetchall())
-    stale = sorted((changed & termed.keys()) | (termed.keys() - rows.keys()))
-    needed = sorted(changed | (rows.keys() - termed.keys()))
-    rebuild = len(needed) > REBUILD_SHARE * max(1, len(rows)) or \
+    ids = sorted(changed)
+    stale = dict(conn.execute(
+        "select ct.id, ct.num from knowledge_chunk_terms as ct where ct.id = any(%s)"
+        " or not exists (select from knowledge_chunks as c where c.id = ct.id)", (ids,)).fetchall())
+    needed = sorted(r[0] for r in conn.execute(
+        "select c.id from knowledge_chunks as c where c.id = any(%s)"
+        " or not exists (select from knowledge_chunk_terms as ct where ct.id = c.id)", (ids,)))
+    rebuild = len(needed) > REBUILD_SHARE * max(1, len(source)) or \
         conn.execute("select not exists (select from knowledge_terms)").fetchone()[0]
-    touched = None if rebuild else {termed[chunk_id]: None for chunk_id in stale}  # num -> new lengths
+    touched = None if rebuild else {num: None for num in stale.values()}  # num -> new lengths
     if rebuild:
         conn.execute("truncate knowledge_terms, knowledge_chunk_terms")
-        needed = sorted(rows)
+        needed = [r[0] for r in conn.execute("select id from knowledge_chunks order by id collate \"C\"")]
     elif stale:
-        _take_out(conn, stale)
+        _take_out(conn, sorted(stale))
     _number_new_chunks(conn)
     nums = dict(conn.execute("select id, num from knowledge_chunks where id = any(%s)", (needed,)).fetchall())
     target = copy_target(conn, "knowledge_chunk_terms")
@@ -204,8 +219,9 @@ def publish_terms(conn, chunks: list[dict], readings: Readings, changed: set[str
             conn.cursor().copy(f"copy {target} (num, id, lengths, terms, tfs) from stdin") as copy:
         for start in range(0, len(needed), 2000):
             batch = needed[start:start + 2000]
-            for chunk_id, tokens in zip(batch, readings.of([rows[chunk_id] for chunk_id in batch])):
-                terms, tfs, lengths = chunk_bag(chunks[rows[chunk_id]], tokens)
+            rows = [source.row_of(chunk_id) for chunk_id in batch]
+            for chunk_id, row, tokens in zip(batch, rows, source.readings.of(rows)):
+                terms, tfs, lengths = chunk_bag(source.chunk(row), tokens)
                 copy.write_row([nums[chunk_id], chunk_id, lengths, terms, tfs])
                 if touched is not None:
                     touched[nums[chunk_id]] = lengths

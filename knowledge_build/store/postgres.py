@@ -5,7 +5,6 @@ Every statement is parameterised; identifiers are fixed in the SQL files.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from importlib import resources
@@ -14,7 +13,6 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KnowledgeBuildError
-from ..index.verify import decode, read_artifacts
 
 DIM_TOKEN = "__DIM__"
 PUBLISH_LOCK = 7_305_001  # pg_advisory_xact_lock key: one publisher at a time
@@ -116,6 +114,7 @@ class PublishPlan:
     delete: list[str] = field(default_factory=list)
     unchanged: int = 0
     previous_build: str | None = None
+    rows: dict[str, int] = field(default_factory=dict, repr=False)  # id -> row of the set, of the rows to write
     terms: int = 0  # chunks whose lexical terms were (re)written (store/lexical.py)
 
     @property
@@ -127,34 +126,11 @@ class PublishPlan:
                 "update": self.update, "delete": self.delete, "unchanged": self.unchanged}
 
 
-def load_publishable(index_dir: Path):
-    """The verified artifact set as (manifest, chunk dicts, vectors, the chunks' reading and word
-    tokens: store/lexical.py's Readings); a schema 2 set verified in full (its vectors are fp16,
-    published as the float32 values they decode to)."""
-    from ..index.verify_v2 import open_set
-    from .lexical import READING_FIELDS, Readings
-
-    artifacts = read_artifacts(index_dir)
-    if artifacts.manifest["schema_version"] == 1:
-        chunks, index, lexical = decode(artifacts, index_dir)
-        fields = lexical["fields"]
-        readings = Readings(lists={name: fields.get(name) or [[] for _ in chunks] for name in READING_FIELDS})
-    else:
-        opened = open_set(Path(index_dir), artifacts.manifest, full=True)
-        chunks, index = [opened.chunks.raw(row) for row in range(len(opened.chunks))], opened.index
-        readings = Readings(opened.postings, size=len(chunks))
-    vectors = index.reconstruct_n(0, index.ntotal) if index.ntotal else np.zeros((0, index.d), np.float32)
-    return artifacts.manifest, chunks, vectors, readings
-
-
-def fingerprint(row: dict) -> str:
-    """What decides whether a published row changed: every published field but the vector
-    (which content_hash stands for)."""
-    data = {k: list(row[k]) if isinstance(row[k], (list, tuple)) else row[k] for k in _FIELDS}
-    return hashlib.sha256(json.dumps(data, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
-
-
-def plan_publish(conn, manifest: dict, chunks: list[dict]) -> PublishPlan:
+def plan_publish(conn, source) -> PublishPlan:
+    """The difference between the set (store/publishable.py) and the table, by fingerprint: only the
+    rows whose fingerprint the table lacks are decoded. A row without one (published before 007) is
+    written again."""
+    manifest = source.manifest
     embedder = manifest["embedder"]
     plan = PublishPlan(manifest["build_id"], embedder, int(embedder["dim"]))
     current = meta(conn)
@@ -167,16 +143,22 @@ def plan_publish(conn, manifest: dict, chunks: list[dict]) -> PublishPlan:
             " then publish.")
     existing = {}
     if table_dimension(conn) is not None:
-        cols = ", ".join(_FIELDS)
-        for values in conn.execute(f"select {cols} from knowledge_chunks").fetchall():
-            row = dict(zip(_FIELDS, values))
-            existing[row["id"]] = fingerprint(row)
-    local = {c["id"]: fingerprint(c) for c in chunks}
-    plan.insert = sorted(local.keys() - existing.keys())
-    plan.delete = sorted(existing.keys() - local.keys())
-    plan.update = sorted(i for i in local.keys() & existing.keys() if local[i] != existing[i])
-    plan.unchanged = len(local) - len(plan.insert) - len(plan.update)
+        column = "fingerprint" if _has_fingerprints(conn) else "null::text"
+        existing = dict(conn.execute(f"select id, {column} from knowledge_chunks").fetchall())
+    published = set(existing.values())
+    local = set(source.fingerprints)
+    plan.rows = {source.chunk(row)["id"]: row for row, print_ in enumerate(source.fingerprints)
+                 if print_ not in published}
+    plan.insert = sorted(plan.rows.keys() - existing.keys())
+    plan.update = sorted(plan.rows.keys() & existing.keys())
+    plan.delete = sorted(i for i, print_ in existing.items() if print_ not in local and i not in plan.rows)
+    plan.unchanged = len(source) - len(plan.rows)
     return plan
+
+
+def _has_fingerprints(conn) -> bool:
+    return conn.execute("select exists (select from pg_attribute where attrelid = to_regclass('knowledge_chunks')"
+                        " and attname = 'fingerprint' and not attisdropped)").fetchone()[0]
 
 
 def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False, thesaurus: Path | None = None) -> PublishPlan:
@@ -184,51 +166,58 @@ def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False
     terms and the query expansions (the shipped thesaurus and glossary, plus the site's `thesaurus`
     file) of the hybrid RPC with them (store/lexical.py)."""
     from .lexical import publish_expansions, publish_terms
+    from .publishable import Publishable
 
-    manifest, chunks, vectors, readings = load_publishable(index_dir)
-    dim = int(manifest["embedder"]["dim"])
+    source = Publishable.open(Path(index_dir))
+    manifest = source.manifest
     if dry_run:
-        return plan_publish(conn, manifest, chunks)
-    migrate(conn, dim)
+        return plan_publish(conn, source)
+    migrate(conn, int(manifest["embedder"]["dim"]))
     with conn.transaction():
         conn.execute("select pg_advisory_xact_lock(%s)", (PUBLISH_LOCK,))
-        plan = plan_publish(conn, manifest, chunks)
-        rows = {c["id"]: (c, vectors[i]) for i, c in enumerate(chunks)}
-        _upsert(conn, [rows[i] for i in plan.insert + plan.update], progress)
+        plan = plan_publish(conn, source)
+        written = [plan.rows[i] for i in plan.insert + plan.update]
+        source.check_rows(written)
+        _upsert(conn, source, written, progress)
         if plan.delete:
             conn.execute("delete from knowledge_chunks where id = any(%s)", (plan.delete,))
-        plan.terms = publish_terms(conn, chunks, readings, set(plan.insert) | set(plan.update), progress)
+        plan.terms = publish_terms(conn, source, set(plan.insert) | set(plan.update), progress)
         publish_expansions(conn, thesaurus)
         for key, value in (("build_id", manifest["build_id"]),
                            ("embedder", json.dumps(manifest["embedder"], ensure_ascii=False, sort_keys=True)),
-                           ("chunks", str(len(chunks)))):
+                           ("chunks", str(len(source)))):
             conn.execute("insert into knowledge_meta (key, value) values (%s, %s) on conflict (key) do update"
                          " set value = excluded.value, updated_at = now()", (key, value))
     return plan
 
 
-def _upsert(conn, rows: list, progress: bool) -> None:
-    """Insert new chunks and update changed ones. A new chunk gets its number in the posting lists
-    (store/lexical.py) here, the next ones in id order, so no row is written twice (every write of a
-    row also writes it into the HNSW index)."""
+def _upsert(conn, source, rows: list[int], progress: bool) -> None:
+    """Insert new chunks and update changed ones (the set's `rows`). A new chunk gets its number in
+    the posting lists (store/lexical.py) here, the next ones in id order, so no row is written twice
+    (every write of a row also writes it into the HNSW index)."""
     if not rows:
         return
     from ..progress import Progress
 
+    chunks = {row: source.chunk(row) for row in rows}
     known = {r[0] for r in conn.execute("select id from knowledge_chunks where id = any(%s)",
-                                        ([chunk["id"] for chunk, _ in rows],))}
+                                        ([chunk["id"] for chunk in chunks.values()],))}
     start = conn.execute("select coalesce(max(num), 0) from knowledge_chunks").fetchone()[0]
     numbers = {chunk_id: start + i for i, chunk_id in
-               enumerate(sorted(chunk["id"] for chunk, _ in rows if chunk["id"] not in known), start=1)}
+               enumerate(sorted(chunk["id"] for chunk in chunks.values() if chunk["id"] not in known), start=1)}
     conn.execute("create temporary table knowledge_incoming (like knowledge_chunks including defaults) on commit drop")
-    columns = ", ".join((*_FIELDS, "embedding", "num"))
+    columns = ", ".join((*_FIELDS, "embedding", "num", "fingerprint"))
     with Progress("publishing", len(rows), "row", progress) as bar, \
             conn.cursor().copy(f"copy knowledge_incoming ({columns}) from stdin") as copy:
-        for chunk, vector in rows:
-            copy.write_row([*(list(chunk[k]) if k in ("learns", "prerequisites") else chunk[k] for k in _FIELDS),
-                            np.asarray(vector, dtype=np.float32), numbers.get(chunk["id"])])
-            bar.update(1)
-    updates = ", ".join(f"{c} = excluded.{c}" for c in (*_FIELDS[1:], "embedding"))  # a number stays
+        for start_at in range(0, len(rows), 2000):
+            batch = rows[start_at:start_at + 2000]
+            for row, vector in zip(batch, source.vectors(batch)):
+                chunk = chunks[row]
+                copy.write_row([*(list(chunk[k]) if k in ("learns", "prerequisites") else chunk[k] for k in _FIELDS),
+                                np.asarray(vector, dtype=np.float32), numbers.get(chunk["id"]),
+                                source.fingerprints[row]])
+                bar.update(1)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in (*_FIELDS[1:], "embedding", "fingerprint"))  # a number stays
     conn.execute(f"insert into knowledge_chunks ({columns}) select {columns} from knowledge_incoming"
                  f" on conflict (id) do update set {updates}, updated_at = now()")
 
