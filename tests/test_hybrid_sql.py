@@ -210,3 +210,36 @@ def test_the_cli_search_reads_the_database_hybrid(fresh_db, real_index_dir):
     results = found["results"] if isinstance(found, dict) else found
     assert results[0]["source"] == "database"
     assert "因数分解#method-tasukigake" in [r["id"] for r in results[:5]]
+
+
+def _common_terms_rule(conn, monkeypatch, share: float, floor: int) -> None:
+    """search_knowledge made again with another rule for the terms too common to score."""
+    from knowledge_build.store.postgres import migration_sql, table_dimension
+
+    monkeypatch.setattr(lexical, "COMMON_SHARE", share)
+    monkeypatch.setattr(lexical, "COMMON_FLOOR", floor)
+    conn.execute(dict(migration_sql(table_dimension(conn)))["006_hybrid"])
+
+
+QUERIES = ["二次方程式の解き方", "たすきがけで因数分解する", "判別式Dの符号で実数解の個数がわかる", "tasukigake"]
+
+
+def test_a_site_smaller_than_the_floor_scores_every_query_term(fresh_db, fake_index_dir, monkeypatch):
+    with connect(fresh_db) as conn:
+        publish(conn, fake_index_dir)
+        shipped = [hybrid_search(conn, q, FakeEmbedder().embed_query(q), 10) for q in QUERIES]
+        _common_terms_rule(conn, monkeypatch, share=1.0, floor=10 ** 9)
+        every_term = [hybrid_search(conn, q, FakeEmbedder().embed_query(q), 10) for q in QUERIES]
+    assert shipped == every_term
+
+
+def test_on_a_large_site_the_rarest_terms_of_a_query_still_find_its_box(fresh_db, fake_index_dir, monkeypatch):
+    """With no floor every term in more than 5 % of the chunks goes, as at 100,000 chunks; with no
+    share at all, only the MIN_TERMS rarest are scored."""
+    with connect(fresh_db) as conn:
+        publish(conn, fake_index_dir)
+        for share in (0.05, 0.0):
+            _common_terms_rule(conn, monkeypatch, share=share, floor=0)
+            for query in ("たすきがけで因数分解する", "たすきがけ", "tasukigake"):
+                found = [r[0] for r in hybrid_search(conn, query, None, 5)]
+                assert "因数分解#method-tasukigake" in found, (share, query, found)

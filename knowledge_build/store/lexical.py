@@ -133,6 +133,8 @@ def sql_tokens(settings) -> dict[str, str]:
         "__WEIGHT_W__": repr(float(weights["w"])), "__MAX_WORD__": str(int(MAX_WORD)),
         "__COMMON_SHARE__": repr(float(COMMON_SHARE)), "__COMMON_FLOOR__": str(int(COMMON_FLOOR)),
         "__MIN_TERMS__": str(int(MIN_TERMS)),
+        "__COMMON_SHARE__": repr(float(COMMON_SHARE)), "__COMMON_FLOOR__": str(int(COMMON_FLOOR)),
+        "__MIN_TERMS__": str(int(MIN_TERMS)),
         "__MIN_SPAN__": str(int(MIN_SPAN)), "__MAX_KANA_RUN__": str(int(MAX_KANA_RUN)),
         "__EXAMPLE_WEIGHT__": repr(float(settings.example_weight)),
         "__SECTION_WEIGHT__": repr(float(settings.section_weight)),
@@ -156,6 +158,13 @@ def sql_tokens(settings) -> dict[str, str]:
 FIELD_WEIGHTS = {"t": 0.7, "h": 0.4, "k": 0.8, "r": 1.0, "w": 1.0}
 MAX_WORD = 8  # the longest stretch of a query looked up as one of the site's words (field w)
 LEXICAL_WEIGHT = 1.0
+# A query term held by more than COMMON_SHARE of the chunks, and by more than COMMON_FLOOR of them, is
+# not scored (unless it is among the MIN_TERMS rarest of the query): its posting list is most of the
+# RPC's work on a large site (docs/benchmarks.md, "The database at 100,000 chunks"). The floor leaves a
+# site of up to COMMON_FLOOR chunks (the reference corpus, JSQuAD) scored in full.
+COMMON_SHARE = 0.05
+COMMON_FLOOR = 5000
+MIN_TERMS = 3
 # A query term held by more than COMMON_SHARE of the chunks, and by more than COMMON_FLOOR of them, is
 # not scored (unless it is among the MIN_TERMS rarest of the query): its posting list is most of the
 # RPC's work on a large site (docs/benchmarks.md, "The database at 100,000 chunks"). The floor leaves a

@@ -22,6 +22,9 @@ create table if not exists knowledge_terms (
     nums int[] not null,
     tfs smallint[] not null
 );
+-- df beside the list: reading cardinality(nums) detoasts the whole list (up to 100,000 numbers), and the
+-- RPC needs every query term's df, even of the terms whose lists it leaves unread.
+alter table knowledge_terms add column if not exists df int generated always as (cardinality(nums)) stored;
 
 -- What BM25 needs besides the lists, kept current by every publish: per field (t, h, k) the sum of
 -- the lengths and each chunk's length by num; 'part' marks the sections and tables by num; 'docs' counts.
@@ -167,11 +170,16 @@ as $$
     stretches as (select l.run, i, j, substr(l.r, i, j - i) as s from long_runs as l,
                   generate_series(1, length(l.r) - __MIN_SPAN__ + 1) as i,
                   generate_series(i + __MIN_SPAN__, length(l.r) + 1) as j),
-    known as (select x.* from stretches as x
-              where exists (select from knowledge_terms as kt where kt.term = 'r' || E'\037' || x.s)),
+    -- The terms are looked up by the primary key with = any (the planner, misled by generate_series's default
+    -- row estimate, would otherwise hash the whole table: 20 ms at 100,000 chunks), and a stretch inside
+    -- another found by a subplan over the few found (offset 0 keeps it one: as an anti join its hash table
+    -- was sized for a million rows).
+    reading_found as (select kt.term from knowledge_terms as kt
+                      where kt.term = any (array(select 'r' || E'\037' || x.s from stretches as x))),
+    known as (select x.* from stretches as x where 'r' || E'\037' || x.s in (select f.term from reading_found as f)),
     reading_terms as (select a.s from known as a where not exists (
                           select from known as b where b.run = a.run and b.i <= a.i and a.j <= b.j
-                                                   and (b.i, b.j) <> (a.i, a.j))),
+                                                   and (b.i, b.j) <> (a.i, a.j) offset 0)),
     -- The site's words (field w, the artifacts' lemmas): in each run of the folded text, the stretches of up to
     -- __MAX_WORD__ characters that are words, inside no longer one (三角形の1辺と平行な線 -> 三角, 形, 1, 辺, 平行, 線):
     -- a word segmentation by the site's own vocabulary, without a tokenizer.
@@ -179,11 +187,12 @@ as $$
                   from texts, regexp_split_to_table(t, ' +') as r where r <> ''),
     pieces as (select x.run, i, i + n as j, substr(x.r, i, n) as s from text_runs as x,
                generate_series(1, length(x.r)) as i, generate_series(1, least(__MAX_WORD__, length(x.r) - i + 1)) as n),
-    words_known as (select p.* from pieces as p
-                    where exists (select from knowledge_terms as kt where kt.term = 'w' || E'\037' || p.s)),
+    words_found as (select kt.term from knowledge_terms as kt
+                    where kt.term = any (array(select 'w' || E'\037' || p.s from pieces as p))),
+    words_known as (select p.* from pieces as p where 'w' || E'\037' || p.s in (select f.term from words_found as f)),
     word_terms as (select a.s from words_known as a where not exists (
                        select from words_known as b where b.run = a.run and b.i <= a.i and a.j <= b.j
-                                                      and (b.i, b.j) <> (a.i, a.j)))
+                                                      and (b.i, b.j) <> (a.i, a.j) offset 0))
     select 't' || E'\037' || translate(b, __KANA_FROM__, __KANA_TO__), count(*)::int from written_terms
     where b !~ '^[ぁ-ゖー]+$' group by 1
     union all
@@ -237,6 +246,7 @@ declare
     len_r int[];
     len_w int[];
     parts int[];
+    common float8;
     filtered boolean := coalesce(filter_category, filter_type, filter_material, filter_level) is not null;
     intended text;
     depth int := greatest(coalesce(match_count, 5), 1) + 20;
@@ -252,6 +262,7 @@ begin
     select s.total::float8 / greatest(docs, 1), s.by_num into avg_w, len_w from knowledge_lexical_stats s where s.key = 'w';
     select s.by_num into parts from knowledge_lexical_stats s where s.key = 'part';
     docs := coalesce(docs, 0);
+    common := greatest(__COMMON_SHARE__ * docs, __COMMON_FLOOR__);
     select min(i.type) into intended from (values __INTENTS__) as i(type, word)
         where position(i.word in query_text) > 0 having count(distinct i.type) = 1;
 
@@ -259,20 +270,30 @@ begin
     with qt as (
         select q.term, q.qtf from knowledge_query_terms(query_text) as q
     ),
-    -- Per query term found: its posting list, idf, field (slot), average length and weight, worked out once
-    -- per term, not per posting (cardinality() of a list detoasts all of it: seconds at 100,000 chunks). The
-    -- terms are looked up by the primary key (= any: qt's row estimate is the function's default, 1000).
+    -- The query terms found, by the primary key (= any: qt's row estimate is the function's default, 1000),
+    -- rarest first. A term held by more chunks than `common` (__COMMON_SHARE__ of them, at least
+    -- __COMMON_FLOOR__) is left out of the scoring, as a stop word, unless it is among the __MIN_TERMS__ rarest:
+    -- its list is most of the work (at 100,000 chunks a query's terms hold a median 276,000 postings, 28,000
+    -- without these) and adds little to the ranking. df is read without the list.
+    found as (
+        select t.term, t.df, row_number() over (order by t.df, t.term) as rarity
+        from knowledge_terms as t
+        where t.term = any (array(select q2.term from qt as q2))
+    ),
+    -- Per term scored: its posting list, idf, field (slot), average length and weight, worked out once per
+    -- term, not per posting.
     matched as materialized (
         select t.nums, t.tfs, q.qtf,
-               ln(1 + (docs - cardinality(t.nums) + 0.5) / (cardinality(t.nums) + 0.5)) as idf,
+               ln(1 + (docs - f.df + 0.5) / (f.df + 0.5)) as idf,
                case left(t.term, 1) when 't' then 1 when 'h' then 2 when 'k' then 3 when 'r' then 4 else 5 end as slot,
                case left(t.term, 1) when 't' then avg_t when 'h' then avg_h when 'k' then avg_k when 'r' then avg_r
                     else avg_w end as avg,
                (case left(t.term, 1) when 't' then __WEIGHT_T__ when 'h' then __WEIGHT_H__ when 'k' then __WEIGHT_K__
                 when 'r' then __WEIGHT_R__ else __WEIGHT_W__ end)::float8 as weight
-        from knowledge_terms as t
-        join qt as q on q.term = t.term
-        where t.term = any (array(select q2.term from qt as q2)) and docs > 0
+        from found as f
+        join knowledge_terms as t on t.term = f.term
+        join qt as q on q.term = f.term
+        where docs > 0 and (f.df <= common or f.rarity <= __MIN_TERMS__)
     ),
     -- unnest in the select list streams (ProjectSet); in from, each list is first copied to a tuplestore
     postings as (
@@ -370,8 +391,8 @@ begin
     ),
     query_distinct as (
         select q.term, left(q.term, 1) as field,
-               ln(1 + (docs - coalesce(cardinality(t.nums), 0) + 0.5) / (coalesce(cardinality(t.nums), 0) + 0.5)) as idf
-        from qt as q left join knowledge_terms as t on t.term = q.term
+               ln(1 + (docs - coalesce(f.df, 0) + 0.5) / (coalesce(f.df, 0) + 0.5)) as idf
+        from qt as q left join found as f on f.term = q.term
         where left(q.term, 1) in (__COVERAGE_FIELDS__)
     ),
     coverage as (
