@@ -10,7 +10,7 @@ measures, each on a fresh database:
 
 1. the full publish to an empty database, in a child process (wall time, the child's peak RSS);
 2. one-chunk incremental publish: one box's heading edited, the site rebuilt (not timed), published
-   again (timed, in a child process, with what it changed);
+   again (timed, in a child process, with what it changed), and once more with nothing changed;
 3. the size on disk of the lexical and chunk tables and their indexes;
 4. RPC latency, p50/p95, dense-only `search_knowledge(query_embedding, …)` and hybrid
    `search_knowledge(query_text, query_embedding, …)`, with 1 caller and with 8 concurrent callers
@@ -20,7 +20,7 @@ measures, each on a fresh database:
    so the figures above are the shipped index's), at each `--ef-search`, with the p50 of the index
    query. Tie-aware: a returned row counts when its exact distance is within 1e-6 of the k-th.
 
-`--latency-only` measures step 4 alone on the database a run with the same --work left (started
+`--publish-only` stops after step 3. `--latency-only` measures step 4 alone on the database a run with the same --work left (started
 with --keep-server or not), after running the current migration 006 again (it is idempotent), so
 a changed search_knowledge is measured without publishing again.
 
@@ -222,6 +222,11 @@ def run(args, work: Path) -> None:
                f"({one['insert']} inserted, {one['update']} updated, {one['delete']} deleted, "
                f"{one['unchanged']:,} unchanged; terms rewritten for {one['terms']} chunks)")
 
+    log("no-change publish")
+    same = publish(db, output, "no-change publish")
+    out.append(f"No-change publish: **{same['seconds']:.2f} s** ({same['update'] + same['insert'] + same['delete']} "
+               f"rows written, {same['unchanged']:,} unchanged)")
+
     with connect(db) as conn:
         conn.autocommit = True
         conn.execute("vacuum analyze")
@@ -229,6 +234,10 @@ def run(args, work: Path) -> None:
         out += [f"| {t} | {total / 1e6:.1f} MB | {table / 1e6:.1f} MB | {indexes / 1e6:.1f} MB |"
                 for t, total, table, indexes in sizes(conn)]
         shipped = index_settings(conn)
+    if args.publish_only:
+        out.append(f"\n{os.cpu_count()} cores; load average at the end: {harness.load_average()}")
+        print("\n".join(out), flush=True)
+        return
 
     out += latency_table(db, queries, embedder, args, shipped)
 
@@ -305,6 +314,8 @@ def main() -> None:
     parser.add_argument("--maintenance-work-mem", default="1GB", help="for the index rebuilds (default 1GB)")
     parser.add_argument("--latency-only", action="store_true",
                         help="only the RPC latency, on the database an earlier run with this --work left")
+    parser.add_argument("--publish-only", action="store_true",
+                        help="only the publishes (full, one chunk, no change) and the sizes on disk")
     parser.add_argument("--keep-server", action="store_true", help="leave the database running at the end")
     args = parser.parse_args()
     log(harness.machine())

@@ -240,3 +240,117 @@ def test_db_sql_prints_the_schema_for_the_sql_editor():
     assert result.exit_code == 0
     assert "embedding vector(1536) not null" in result.output and "__DIM__" not in result.output
     assert "insert into knowledge_migrations (version) values ('004_row_level_security')" in result.output
+
+
+def _decodes(monkeypatch) -> list[int]:
+    """The rows a publish decodes from a schema 2 set, recorded."""
+    from knowledge_build.store import publishable
+
+    seen, decode = [], publishable._MappedSet.chunk
+
+    def chunk(self, row):
+        seen.append(row)
+        return decode(self, row)
+
+    monkeypatch.setattr(publishable._MappedSet, "chunk", chunk)
+    return seen
+
+
+def test_a_publish_decodes_only_the_rows_it_writes_and_stores_their_fingerprints(fresh_db, tmp_path, monkeypatch):
+    first = _site_index(tmp_path)
+    decoded = _decodes(monkeypatch)
+    with connect(fresh_db) as conn:
+        publish(conn, first)
+        assert len(set(decoded)) == 171  # the first publish writes every row
+        assert conn.execute("select count(*) from knowledge_chunks where fingerprint ~ '^[0-9a-f]{64}$'").fetchone()[0] == 171
+        decoded.clear()
+        assert publish(conn, first).changes == 0 and decoded == []
+
+    def edit(root):
+        page = root / "junior" / "一次方程式.html"
+        page.write_text(page.read_text(encoding="utf-8").replace("<strong>📌 移項</strong>",
+                                                                 "<strong>📌 移項の規則</strong>"), encoding="utf-8")
+
+    second = _site_index(tmp_path, edit, name="site2")
+    with connect(fresh_db) as conn:
+        plan = publish(conn, second)
+        assert plan.update == ["一次方程式#rule-transposition"] and not plan.insert and not plan.delete
+        # the row written (to plan, check, write and index it), nothing else
+        assert set(decoded) == {plan.rows[i] for i in plan.update}
+
+
+def test_rows_published_before_fingerprints_are_written_again_once(fresh_db, tmp_path):
+    index = _site_index(tmp_path)
+    with connect(fresh_db) as conn:
+        publish(conn, index)
+        before = conn.execute("select id, content, embedding::text, num from knowledge_chunks order by id").fetchall()
+        terms = conn.execute("select term, nums, tfs from knowledge_terms order by term").fetchall()
+        conn.execute("update knowledge_chunks set fingerprint = null")
+        conn.commit()
+        again = publish(conn, index)
+        assert len(again.update) == 171 and again.unchanged == 0
+        assert publish(conn, index).changes == 0
+        assert conn.execute("select id, content, embedding::text, num from knowledge_chunks order by id").fetchall() == before
+        assert conn.execute("select term, nums, tfs from knowledge_terms order by term").fetchall() == terms
+
+
+def test_a_changed_byte_in_the_set_is_refused_and_the_database_keeps_what_it_had(fresh_db, tmp_path):
+    from knowledge_build.errors import ChecksumMismatch
+
+    index = _site_index(tmp_path)
+    with connect(fresh_db) as conn:
+        publish(conn, index)
+    def published():
+        with psycopg.connect(fresh_db) as conn:
+            return conn.execute("select id, title, content from knowledge_chunks order by id").fetchall()
+
+    before = published()
+    chunks = index / "knowledge_chunks.jsonl"
+    data = chunks.read_bytes()
+    at = data.index("移項".encode())
+    chunks.write_bytes(data[:at] + "移動".encode() + data[at + len("移項".encode()):])  # same size
+    result = CliRunner().invoke(main, ["publish", "--index", str(index), "--database-url", fresh_db])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "knowledge_chunks.jsonl" in result.output and "sha256" in result.output
+    with pytest.raises(ChecksumMismatch), connect(fresh_db) as conn:
+        publish(conn, index)
+    assert published() == before
+
+
+def test_a_resealed_set_with_a_broken_row_is_refused_when_that_row_is_written(fresh_db, tmp_path):
+    """A set whose checksums were recomputed after a chunk lost a required field: the first publish
+    (every row) checks the whole set, an incremental one the rows it writes."""
+    from knowledge_build.errors import ArtifactUnreadable
+    from knowledge_build.index.artifacts import build_id_of, dumps, sha256
+
+    def broken(index):
+        lines = (index / "knowledge_chunks.jsonl").read_bytes().splitlines(keepends=True)
+        row = next(i for i, line in enumerate(lines) if b'"id":"\xe4\xb8\x80\xe6\xac\xa1\xe6\x96\xb9\xe7\xa8\x8b\xe5\xbc\x8f#rule-transposition"' in line)
+        chunk = json.loads(lines[row])
+        del chunk["title"]
+        lines[row] = (json.dumps(chunk, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n").encode()
+        _reseal(index, "knowledge_chunks.jsonl", b"".join(lines))
+        return index
+
+    def _reseal(index, name, data):
+        import numpy as np
+
+        (index / name).write_bytes(data)
+        rows = np.load(index / "rows.npy", allow_pickle=False)
+        lines = data.splitlines(keepends=True)
+        rows["offset"][1:] = np.cumsum([len(line) for line in lines[:-1]])
+        np.save(index / "rows.npy", rows, allow_pickle=False)
+        manifest = json.loads((index / "manifest.json").read_text())
+        for changed in (name, "rows.npy"):
+            raw = (index / changed).read_bytes()
+            manifest["files"][changed] = {"sha256": sha256(raw), "size": len(raw)}
+        manifest["build_id"] = build_id_of(manifest)
+        (index / "manifest.json").write_bytes(dumps(manifest))
+
+    with connect(fresh_db) as conn, pytest.raises(ArtifactUnreadable, match="title"):
+        publish(conn, broken(_site_index(tmp_path)))
+    with connect(fresh_db) as conn:
+        assert conn.execute("select count(*) from knowledge_chunks").fetchone()[0] == 0
+        publish(conn, _site_index(tmp_path, name="good"))
+        with pytest.raises(ArtifactUnreadable, match="title"):
+            publish(conn, broken(_site_index(tmp_path, name="bad")))
