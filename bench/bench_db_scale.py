@@ -20,7 +20,8 @@ measures, each on a fresh database:
    so the figures above are the shipped index's), at each `--ef-search`, with the p50 of the index
    query. Tie-aware: a returned row counts when its exact distance is within 1e-6 of the k-th.
 
-`--publish-only` stops after step 3. `--latency-only` measures step 4 alone on the database a run with the same --work left (started
+`--publish-only` stops after step 3; `--incremental-only` runs step 2 alone on the database a run
+with the same --work left. `--latency-only` measures step 4 alone on the database a run with the same --work left (started
 with --keep-server or not), after running the current migration 006 again (it is idempotent), so
 a changed search_knowledge is measured without publishing again.
 
@@ -202,6 +203,12 @@ def run(args, work: Path) -> None:
     embedder = BigramEmbedder()
     if args.latency_only:
         return latency_only(server.start(work / "pg").replace("/postgres?", "/kb_bench?"), queries, embedder, args)
+    if args.incremental_only:
+        site, output, cache, _ = prepare(args, work)
+        out = incremental(server.start(work / "pg").replace("/postgres?", "/kb_bench?"), site, output, cache)
+        out.append(f"\n{os.cpu_count()} cores; load average at the end: {harness.load_average()}")
+        print("\n".join(out), flush=True)
+        return
     site, output, cache, chunk_qs = prepare(args, work)
     log("starting PostgreSQL")
     db = fresh_database(server.start(work / "pg"), "kb_bench")
@@ -213,19 +220,7 @@ def run(args, work: Path) -> None:
     out.append(f"Full publish, empty database: **{full['seconds']:.1f} s** ({full['insert']:,} rows, lexical terms "
                f"of {full['terms']:,} chunks), peak RSS of the publishing process {full['peak_mb']:.0f} MB")
 
-    log("one box edited; rebuilding (not timed)")
-    page = harness.edit_one_box(site)
-    build(site, output, cache, "rebuild")
-    log("incremental publish")
-    one = publish(db, output, "incremental publish")
-    out.append(f"One-chunk incremental publish ({page.name}'s first rule box retitled): **{one['seconds']:.2f} s** "
-               f"({one['insert']} inserted, {one['update']} updated, {one['delete']} deleted, "
-               f"{one['unchanged']:,} unchanged; terms rewritten for {one['terms']} chunks)")
-
-    log("no-change publish")
-    same = publish(db, output, "no-change publish")
-    out.append(f"No-change publish: **{same['seconds']:.2f} s** ({same['update'] + same['insert'] + same['delete']} "
-               f"rows written, {same['unchanged']:,} unchanged)")
+    out += incremental(db, site, output, cache)
 
     with connect(db) as conn:
         conn.autocommit = True
@@ -274,6 +269,22 @@ def run(args, work: Path) -> None:
     print("\n".join(out), flush=True)
 
 
+def incremental(db: str, site: Path, output: Path, cache: Path) -> list[str]:
+    """One box edited, the site rebuilt (not timed), published (timed); then published again unchanged."""
+    log("one box edited; rebuilding (not timed)")
+    page = harness.edit_one_box(site)
+    build(site, output, cache, "rebuild")
+    log("incremental publish")
+    one = publish(db, output, "incremental publish")
+    log("no-change publish")
+    same = publish(db, output, "no-change publish")
+    return [f"One-chunk incremental publish ({page.name}'s first rule box retitled): **{one['seconds']:.2f} s** "
+            f"({one['insert']} inserted, {one['update']} updated, {one['delete']} deleted, "
+            f"{one['unchanged']:,} unchanged; terms rewritten for {one['terms']} chunks)",
+            f"No-change publish: **{same['seconds']:.2f} s** ({same['update'] + same['insert'] + same['delete']} "
+            f"rows written, {same['unchanged']:,} unchanged)"]
+
+
 def latency_table(db: str, queries: list[str], embedder, args, index: str) -> list[str]:
     dense = [(embedder.embed_query(q),) for q in queries]
     hybrid = [(q, v) for q, (v,) in zip(queries, dense)]
@@ -314,6 +325,9 @@ def main() -> None:
     parser.add_argument("--maintenance-work-mem", default="1GB", help="for the index rebuilds (default 1GB)")
     parser.add_argument("--latency-only", action="store_true",
                         help="only the RPC latency, on the database an earlier run with this --work left")
+    parser.add_argument("--incremental-only", action="store_true",
+                        help="only step 2 (one box edited, published; then a no-change publish), on the database "
+                             "an earlier run with this --work left")
     parser.add_argument("--publish-only", action="store_true",
                         help="only the publishes (full, one chunk, no change) and the sizes on disk")
     parser.add_argument("--keep-server", action="store_true", help="leave the database running at the end")

@@ -133,8 +133,6 @@ def sql_tokens(settings) -> dict[str, str]:
         "__WEIGHT_W__": repr(float(weights["w"])), "__MAX_WORD__": str(int(MAX_WORD)),
         "__COMMON_SHARE__": repr(float(COMMON_SHARE)), "__COMMON_FLOOR__": str(int(COMMON_FLOOR)),
         "__MIN_TERMS__": str(int(MIN_TERMS)),
-        "__COMMON_SHARE__": repr(float(COMMON_SHARE)), "__COMMON_FLOOR__": str(int(COMMON_FLOOR)),
-        "__MIN_TERMS__": str(int(MIN_TERMS)),
         "__MIN_SPAN__": str(int(MIN_SPAN)), "__MAX_KANA_RUN__": str(int(MAX_KANA_RUN)),
         "__EXAMPLE_WEIGHT__": repr(float(settings.example_weight)),
         "__SECTION_WEIGHT__": repr(float(settings.section_weight)),
@@ -158,13 +156,6 @@ def sql_tokens(settings) -> dict[str, str]:
 FIELD_WEIGHTS = {"t": 0.7, "h": 0.4, "k": 0.8, "r": 1.0, "w": 1.0}
 MAX_WORD = 8  # the longest stretch of a query looked up as one of the site's words (field w)
 LEXICAL_WEIGHT = 1.0
-# A query term held by more than COMMON_SHARE of the chunks, and by more than COMMON_FLOOR of them, is
-# not scored (unless it is among the MIN_TERMS rarest of the query): its posting list is most of the
-# RPC's work on a large site (docs/benchmarks.md, "The database at 100,000 chunks"). The floor leaves a
-# site of up to COMMON_FLOOR chunks (the reference corpus, JSQuAD) scored in full.
-COMMON_SHARE = 0.05
-COMMON_FLOOR = 5000
-MIN_TERMS = 3
 # A query term held by more than COMMON_SHARE of the chunks, and by more than COMMON_FLOOR of them, is
 # not scored (unless it is among the MIN_TERMS rarest of the query): its posting list is most of the
 # RPC's work on a large site (docs/benchmarks.md, "The database at 100,000 chunks"). The floor leaves a
@@ -198,32 +189,37 @@ def chunk_bag(chunk: dict, readings: dict[str, list[str]]) -> tuple[list[str], l
     return bag(chunk_terms(item.lexical_text, titles, readings))
 
 
-def publish_terms(conn, source, changed: set[str], progress: bool = False) -> int:
+def publish_terms(conn, source, plan, progress: bool = False) -> int:
     """Bring the lexical tables in line with the chunks just published (inside the publish's
-    transaction, after the rows were written): take the old bags of changed and deleted chunks out
-    of the posting lists, put the new ones in, and recount the statistics. `source`: the set being
-    published (store/publishable.py: its rows' chunks and reading tokens); `changed`: the ids
-    inserted or updated. Returns how many chunks got new bags."""
+    transaction, after the rows were written): the posting lists change by the difference between
+    the old bags of changed and deleted chunks and the new bags (a retitled box touches the lists of
+    the few terms its title changed), and the statistics are recounted. `source`: the set being
+    published (store/publishable.py: its rows' chunks and reading tokens); `plan`: the ids it
+    inserted, updated and deleted (postgres.PublishPlan). Returns how many chunks got new bags."""
     from ..progress import Progress
 
-    ids = sorted(changed)
-    stale = dict(conn.execute(
-        "select ct.id, ct.num from knowledge_chunk_terms as ct where ct.id = any(%s)"
-        " or not exists (select from knowledge_chunks as c where c.id = ct.id)", (ids,)).fetchall())
-    needed = sorted(r[0] for r in conn.execute(
-        "select c.id from knowledge_chunks as c where c.id = any(%s)"
-        " or not exists (select from knowledge_chunk_terms as ct where ct.id = c.id)", (ids,)))
-    rebuild = len(needed) > REBUILD_SHARE * max(1, len(source)) or \
+    needed = sorted({*plan.insert, *plan.update})
+    bags, published = conn.execute("select (select count(*) from knowledge_chunk_terms),"
+                                   " (select count(*) from knowledge_chunks)").fetchone()
+    # Every chunk published before has its bag, or the lists are made again from all of them (a
+    # database published before migration 006, or one whose lexical tables were emptied).
+    whole = bags == published - len(plan.insert) + len(plan.delete)
+    rebuild = not whole or len(needed) > REBUILD_SHARE * max(1, len(source)) or \
         conn.execute("select not exists (select from knowledge_terms)").fetchone()[0]
-    touched = None if rebuild else {num: None for num in stale.values()}  # num -> new lengths
     if rebuild:
         conn.execute("truncate knowledge_terms, knowledge_chunk_terms")
         needed = [r[0] for r in conn.execute("select id from knowledge_chunks order by id collate \"C\"")]
-    elif stale:
-        _take_out(conn, sorted(stale))
+        target, touched = copy_target(conn, "knowledge_chunk_terms"), None
+    else:
+        stale = dict(conn.execute("select id, num from knowledge_chunk_terms where id = any(%s)",
+                                  (sorted({*plan.update, *plan.delete}),)).fetchall())
+        if not needed and not stale:
+            return 0
+        conn.execute("create temporary table if not exists knowledge_new_bags (like knowledge_chunk_terms) on commit drop")
+        conn.execute("truncate knowledge_new_bags")
+        target, touched = "knowledge_new_bags", {num: None for num in stale.values()}  # num -> new lengths
     _number_new_chunks(conn)
     nums = dict(conn.execute("select id, num from knowledge_chunks where id = any(%s)", (needed,)).fetchall())
-    target = copy_target(conn, "knowledge_chunk_terms")
     with Progress("indexing terms", len(needed), "chunk", progress) as bar, \
             conn.cursor().copy(f"copy {target} (num, id, lengths, terms, tfs) from stdin") as copy:
         for start in range(0, len(needed), 2000):
@@ -235,27 +231,45 @@ def publish_terms(conn, source, changed: set[str], progress: bool = False) -> in
                 if touched is not None:
                     touched[nums[chunk_id]] = lengths
                 bar.update(1)
-    copied(conn, "knowledge_chunk_terms", target)
     if rebuild:
+        copied(conn, "knowledge_chunk_terms", target)
         conn.execute("insert into knowledge_terms (term, nums, tfs)"
                      " select u.term, array_agg(ct.num order by ct.num), array_agg(u.tf order by ct.num)"
                      " from knowledge_chunk_terms as ct, unnest(ct.terms, ct.tfs) as u(term, tf) group by u.term")
-    elif needed:
-        conn.execute("insert into knowledge_terms as t (term, nums, tfs)"
-                     " select u.term, array_agg(ct.num order by ct.num), array_agg(u.tf order by ct.num)"
-                     " from knowledge_chunk_terms as ct, unnest(ct.terms, ct.tfs) as u(term, tf)"
-                     " where ct.id = any(%s) group by u.term"
-                     " on conflict (term) do update set nums = t.nums || excluded.nums, tfs = t.tfs || excluded.tfs",
-                     (needed,))
+    else:
+        _replace_bags(conn, sorted(stale))
     _recount(conn, touched)
     return len(needed)
 
 
-def _take_out(conn, ids: list[str]) -> None:
-    """Remove the chunks' old bags from the posting lists (a term no chunk holds any more goes).
-    A list that loses one chunk is cut around its place (array_position, in C); one that loses
-    several is filtered element by element. Only the lists touched are checked for emptiness
-    (cardinality() detoasts a whole list)."""
+def _replace_bags(conn, stale: list[str]) -> None:
+    """Swap the old bags of the `stale` chunks (changed or deleted) for the new ones in
+    knowledge_new_bags, changing the posting lists by their difference only: an entry (term, chunk,
+    tf) in an old bag and not in its new one is taken out, one in a new bag and not in its old one
+    is appended (a list need not be in chunk order)."""
+    conn.execute(
+        "create temporary table knowledge_bag_change on commit drop as"
+        " with old as (select u.term, ct.num, u.tf from knowledge_chunk_terms as ct, unnest(ct.terms, ct.tfs) as u(term, tf)"
+        "              where ct.id = any(%s)),"
+        " new as (select u.term, n.num, u.tf from knowledge_new_bags as n, unnest(n.terms, n.tfs) as u(term, tf))"
+        " select x.term, x.num, x.tf, false as added from (select * from old except all select * from new) as x"
+        " union all"
+        " select x.term, x.num, x.tf, true from (select * from new except all select * from old) as x", (stale,))
+    _take_out(conn)
+    conn.execute("delete from knowledge_chunk_terms where id = any(%s)", (stale,))
+    copied(conn, "knowledge_chunk_terms", "knowledge_new_bags")
+    conn.execute("insert into knowledge_terms as t (term, nums, tfs)"
+                 " select c.term, array_agg(c.num order by c.num), array_agg(c.tf order by c.num)"
+                 " from knowledge_bag_change as c where c.added group by c.term"
+                 " on conflict (term) do update set nums = t.nums || excluded.nums, tfs = t.tfs || excluded.tfs")
+    conn.execute("drop table knowledge_bag_change")
+
+
+def _take_out(conn) -> None:
+    """Remove the entries knowledge_bag_change marks as gone from the posting lists (a term no chunk
+    holds any more goes). A list that loses one chunk is cut around its place (array_position, in C);
+    one that loses several is filtered element by element. Only the lists touched are checked for
+    emptiness (cardinality() detoasts a whole list)."""
     emptied = conn.execute(
         "update knowledge_terms as t set"
         " nums = case when x.at is not null then t.nums[:x.at - 1] || t.nums[x.at + 1:] else array("
@@ -264,14 +278,13 @@ def _take_out(conn, ids: list[str]) -> None:
         "       select u.f from unnest(t.nums, t.tfs) with ordinality as u(n, f, o) where u.n <> all(x.gone) order by u.o) end"
         " from (select g.term, g.gone, case when cardinality(g.gone) = 1"
         "              then array_position(k.nums, g.gone[1]) end as at"
-        "       from (select u.term, array_agg(ct.num) as gone from knowledge_chunk_terms as ct, unnest(ct.terms) as u(term)"
-        "             where ct.id = any(%s) group by u.term) as g"
+        "       from (select c.term, array_agg(c.num) as gone from knowledge_bag_change as c where not c.added"
+        "             group by c.term) as g"
         "       join knowledge_terms as k on k.term = g.term) as x"
-        " where t.term = x.term returning t.term, cardinality(t.nums) = 0", (ids,)).fetchall()
+        " where t.term = x.term returning t.term, cardinality(t.nums) = 0").fetchall()
     gone = [term for term, empty in emptied if empty]
     if gone:
         conn.execute("delete from knowledge_terms where term = any(%s)", (gone,))
-    conn.execute("delete from knowledge_chunk_terms where id = any(%s)", (ids,))
 
 
 def _number_new_chunks(conn) -> None:
@@ -289,19 +302,19 @@ def _recount(conn, touched: dict[int, list[int] | None] | None = None) -> None:
     """knowledge_lexical_stats from the stored bags: per field the total length and each chunk's
     length by number, which numbers are sections or tables, how many chunks there are. `touched`
     (number -> the new bag's lengths, None for a bag taken out): only these changed since the last
-    count, which is patched instead of read again from every bag (seconds at 100,000 chunks)."""
+    count, whose entries are then set in place (reading every bag again takes seconds at 100,000
+    chunks). A list may then run past the highest number in use: a number no chunk holds is 0."""
+    keys = {key for (key,) in conn.execute("select key from knowledge_lexical_stats")}
+    if touched is not None and keys == {*FIELDS, "part", "docs"}:
+        return _patch(conn, touched)
     top = conn.execute("select coalesce(max(num), 0) from knowledge_chunks").fetchone()[0]
-    previous = {key: by_num for key, by_num in conn.execute("select key, by_num from knowledge_lexical_stats")}
-    if touched is not None and previous.keys() == {*FIELDS, "part", "docs"}:
-        lengths, parts = _patched(previous, top, touched, conn)
-    else:
-        lengths = [[0] * top for _ in FIELDS]
-        for num, found in conn.execute("select num, lengths from knowledge_chunk_terms"):
-            for slot, value in enumerate(found):
-                lengths[slot][num - 1] = value
-        parts = [0] * top
-        for (num,) in conn.execute("select num from knowledge_chunks where type in ('section', 'table')"):
-            parts[num - 1] = 1
+    lengths = [[0] * top for _ in FIELDS]
+    for num, found in conn.execute("select num, lengths from knowledge_chunk_terms"):
+        for slot, value in enumerate(found):
+            lengths[slot][num - 1] = value
+    parts = [0] * top
+    for (num,) in conn.execute("select num from knowledge_chunks where type in ('section', 'table')"):
+        parts[num - 1] = 1
     docs = conn.execute("select count(*) from knowledge_chunk_terms").fetchone()[0]
     stats = [(name, sum(values), values) for name, values in zip(FIELDS, lengths)]
     stats += [("part", sum(parts), parts), ("docs", docs, [])]
@@ -313,24 +326,31 @@ def _recount(conn, touched: dict[int, list[int] | None] | None = None) -> None:
     copied(conn, "knowledge_lexical_stats", target)
 
 
-def _patched(previous: dict[str, list[int]], top: int, touched: dict[int, list[int] | None],
-             conn) -> tuple[list[list[int]], list[int]]:
-    """The last count's lengths (per field) and part marks, cut or padded to `top` numbers, with
-    the touched chunks' entries replaced (what a full count of the bags would give)."""
-    def fitted(values: list[int]) -> list[int]:
-        return list(values[:top]) + [0] * (top - len(values))
+def _patch(conn, touched: dict[int, list[int] | None]) -> None:
+    """Set the touched chunks' entries of the last count in place: one UPDATE per key, its total
+    moved by the difference (the right-hand side reads the row as it was). New numbers follow the
+    highest one counted, so the lists grow without gaps."""
+    if not touched:
+        return
+    nums = sorted(touched)
+    parts = {num for (num,) in conn.execute("select num from knowledge_chunks where num = any(%s)"
+                                            " and type in ('section', 'table')", (nums,))}
 
-    lengths, parts = [fitted(previous[name]) for name in FIELDS], fitted(previous["part"])
-    inside = [num for num in touched if 1 <= num <= top]
-    for num in inside:
+    def length(num: int, slot: int) -> int:
         found = touched[num] or []
-        for slot in range(len(FIELDS)):
-            lengths[slot][num - 1] = found[slot] if slot < len(found) else 0
-        parts[num - 1] = 0
-    for (num,) in conn.execute("select num from knowledge_chunks where num = any(%s)"
-                               " and type in ('section', 'table')", (inside,)):
-        parts[num - 1] = 1
-    return lengths, parts
+        return found[slot] if slot < len(found) else 0
+
+    columns = {name: [length(num, slot) for num in nums] for slot, name in enumerate(FIELDS)}
+    columns["part"] = [int(num in parts) for num in nums]
+    for key, values in columns.items():
+        pairs = [(int(num), int(value)) for num, value in zip(nums, values)]
+        for start in range(0, len(pairs), 1000):  # a statement's target list holds at most 1,664 entries
+            batch = pairs[start:start + 1000]
+            sets = ", ".join(f"by_num[{num}] = {value}" for num, value in batch)
+            moved = " + ".join(f"({value} - coalesce(by_num[{num}], 0))" for num, value in batch)
+            conn.execute(f"update knowledge_lexical_stats set {sets}, total = total + {moved} where key = %s", (key,))
+    conn.execute("update knowledge_lexical_stats set total = (select count(*) from knowledge_chunk_terms)"
+                 " where key = 'docs'")
 
 
 def expansion_rows(thesaurus=None) -> list[tuple[str, bool, str]]:

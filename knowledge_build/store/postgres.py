@@ -181,7 +181,7 @@ def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False
         _upsert(conn, source, written, progress)
         if plan.delete:
             conn.execute("delete from knowledge_chunks where id = any(%s)", (plan.delete,))
-        plan.terms = publish_terms(conn, source, set(plan.insert) | set(plan.update), progress)
+        plan.terms = publish_terms(conn, source, plan, progress)
         publish_expansions(conn, thesaurus)
         for key, value in (("build_id", manifest["build_id"]),
                            ("embedder", json.dumps(manifest["embedder"], ensure_ascii=False, sort_keys=True)),
