@@ -82,11 +82,16 @@ class _MappedSet(Publishable):
     def __init__(self, path: Path, manifest: dict):
         from ..index.verify_v2 import check_checksums, open_set
 
+        from concurrent.futures import ThreadPoolExecutor
+
         self._opened = open_set(path, manifest, full=False)
-        check_checksums(path, manifest)
         records = self._opened.chunks
-        super().__init__(path, manifest, records.digests(self.salt(manifest)),
-                         Readings(self._opened.postings, size=len(records)))
+        # hashlib lets go of the GIL on large blocks: the files' checksums run beside the rows' digests
+        with ThreadPoolExecutor(1) as pool:
+            checked = pool.submit(check_checksums, path, manifest)
+            digests = records.digests(self.salt(manifest))
+            checked.result()
+        super().__init__(path, manifest, digests, Readings(self._opened.postings, size=len(records)))
         self._checked = False
 
     def row_of(self, chunk_id: str) -> int | None:
