@@ -149,18 +149,26 @@ class KnowledgeIndex:
         """Best `k` results. `dense_source(qvec, filters)` may supply the dense ranking ({row: cosine})
         from another store (the database); None from it means: use the local FAISS index.
         `min_relevance` drops results whose relevance is lower (an off-topic query then gets [])."""
-        if mode not in MODES:
-            raise KnowledgeBuildError(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}.")
-        query = check_query(query)
-        filters = self.filters.resolve_all(type=type, category=category, material=material, level=level)
-        if not query or not self.chunks or k < 1:
+        prepared = self.prepared(query, k, mode, type=type, category=category, material=material, level=level)
+        if prepared is None:
             return []
-        qvec = self.embed_query(query) if mode != "lexical" else None
-        if qvec is None:
-            mode = "lexical"
+        query, filters, qvec, mode = prepared
         dense = dense_source(qvec, filters) if dense_source is not None and mode != "lexical" else None
         source = "database" if dense is not None else "artifacts"
         return self.rank(query, qvec, k, filters, mode, min_similarity, dense, source, min_relevance)
+
+    def prepared(self, query: str, k: int, mode: str, **filters) -> tuple[str, dict, np.ndarray | None, str] | None:
+        """What every search starts with, here or in the database: (the query checked, the filters
+        resolved, its vector, the mode: "lexical" when there is no vector); None when there is nothing
+        to search for."""
+        if mode not in MODES:
+            raise KnowledgeBuildError(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}.")
+        query = check_query(query)
+        filters = self.filters.resolve_all(**filters)
+        if not query or not self.chunks or k < 1:
+            return None
+        qvec = self.embed_query(query) if mode != "lexical" else None
+        return query, filters, qvec, mode if qvec is not None else "lexical"
 
     def embed_query(self, query: str) -> np.ndarray | None:
         """The query's vector, or None when the embedder cannot be reached (search then degrades

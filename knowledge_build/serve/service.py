@@ -220,13 +220,10 @@ class SearchService:
         """The database's hybrid RPC (search_knowledge with the query text): its ranked rows become
         results here (places, sub-results, other locations), with its scores and relevance. None when
         the database cannot answer (the caller then answers from the artifacts)."""
-        from ..search.knowledge_index import check_query
-
-        query = check_query(query)
-        filters = self.index.filters.resolve_all(**filters)
-        if not query or k < 1 or not len(self.index):
+        prepared = self.index.prepared(query, k, mode, **filters)
+        if prepared is None:
             return []
-        qvec = self.index.embed_query(query) if mode == "hybrid" else None
+        query, filters, qvec, _ = prepared
         # Enough rows for k places: a place may hold several chunks (a table's rows), and a page part
         # may be lifted from up to 20 places further down (places.py).
         depth = min(HYBRID_DEPTH_CAP, 3 * k + 20)
