@@ -205,6 +205,16 @@ as $$
     select 'w' || E'\037' || s, count(*)::int from word_terms group by s
 $$;
 
+-- Whether a chunk passes search_knowledge's filters (a null filter passes every chunk): one definition for
+-- the lexical candidates and the dense scans (inlined by the planner, so the HNSW scans filter as they go).
+create or replace function knowledge_passes(c knowledge_chunks, category text, type text, material text, level text)
+returns boolean
+language sql immutable parallel safe
+as $$
+    select (category is null or c.category = category) and (type is null or c.type = type)
+       and (material is null or c.material = material) and (level is null or c.level = level)
+$$;
+
 -- Hybrid search: BM25 over the published bigrams (fields t, h, k weighted as the artifacts' word, title
 -- and kana-bigram fields), the dense ranking from the HNSW index, the top __CANDIDATES__ of each channel per
 -- kind (boxes; sections and tables), fused (__FUSION__: dbsf by their spread, or rrf by rank, as ranking.py), type priors, and
@@ -313,10 +323,7 @@ begin
         from lexical_all as l
         where l.score > 0 and (not filtered or exists (
             select 1 from knowledge_chunks as c where c.num = l.num
-              and (filter_category is null or c.category = filter_category)
-              and (filter_type is null or c.type = filter_type)
-              and (filter_material is null or c.material = filter_material)
-              and (filter_level is null or c.level = filter_level)))
+              and knowledge_passes(c, filter_category, filter_type, filter_material, filter_level)))
     ),
     -- The best __CANDIDATES__ of each kind: two top-N sorts, not a sort of every chunk that matched.
     lexical as (
@@ -324,27 +331,17 @@ begin
         union all
         (select k.num, k.score from lexical_kind as k where not k.part order by k.score desc, k.num limit __CANDIDATES__)
     ),
+    -- The nearest __CANDIDATES__ of each kind (boxes; sections and tables), an HNSW scan per kind.
     dense as (
-        select d.num, d.cosine from (
-            (select c.num, 1 - (c.embedding <=> query_embedding) as cosine
-             from knowledge_chunks as c
-             where query_embedding is not null and c.type not in ('section', 'table')
-               and (filter_category is null or c.category = filter_category)
-               and (filter_type is null or c.type = filter_type)
-               and (filter_material is null or c.material = filter_material)
-               and (filter_level is null or c.level = filter_level)
-             order by c.embedding <=> query_embedding
-             limit __CANDIDATES__)
-            union all
-            (select c.num, 1 - (c.embedding <=> query_embedding) as cosine
-             from knowledge_chunks as c
-             where query_embedding is not null and c.type in ('section', 'table')
-               and (filter_category is null or c.category = filter_category)
-               and (filter_type is null or c.type = filter_type)
-               and (filter_material is null or c.material = filter_material)
-               and (filter_level is null or c.level = filter_level)
-             order by c.embedding <=> query_embedding
-             limit __CANDIDATES__)
+        select d.num, d.cosine
+        from (values (false), (true)) as kinds(part)
+        cross join lateral (
+            select c.num, 1 - (c.embedding <=> query_embedding) as cosine
+            from knowledge_chunks as c
+            where query_embedding is not null and (c.type in ('section', 'table')) = kinds.part
+              and knowledge_passes(c, filter_category, filter_type, filter_material, filter_level)
+            order by c.embedding <=> query_embedding
+            limit __CANDIDATES__
         ) as d
     ),
     spreads as (
@@ -465,4 +462,4 @@ grant select, insert, update, delete, truncate on knowledge_chunk_terms, knowled
     knowledge_expansions to knowledge_publisher;
 grant execute on function search_knowledge(text, vector, int, float, text, text, text, text) to anon, knowledge_publisher;
 grant execute on function knowledge_cut(text), knowledge_fold(text), knowledge_bigrams(text), knowledge_romaji(text),
-    knowledge_query_terms(text) to anon, knowledge_publisher;
+    knowledge_query_terms(text), knowledge_passes(knowledge_chunks, text, text, text, text) to anon, knowledge_publisher;
