@@ -39,13 +39,36 @@ def test_migrations_are_ordered_recorded_and_idempotent(fresh_db):
     with connect(fresh_db) as conn:
         assert migrate(conn, 64) == ["001_extension_and_meta", "002_chunks", "003_functions",
                                      "004_row_level_security", "005_section_types", "006_hybrid",
-                                     "007_fingerprint"]
+                                     "007_fingerprint", "008_hnsw"]
         assert migrate(conn, 64) == []
         assert [r[0] for r in conn.execute("select version from knowledge_migrations order by 1")] == [
             "001_extension_and_meta", "002_chunks", "003_functions", "004_row_level_security", "005_section_types",
-            "006_hybrid", "007_fingerprint"]
+            "006_hybrid", "007_fingerprint", "008_hnsw"]
         index = conn.execute("select indexdef from pg_indexes where indexname = 'knowledge_chunks_embedding_hnsw'")
-        assert "hnsw (embedding vector_cosine_ops)" in index.fetchone()[0]
+        assert "hnsw (embedding vector_cosine_ops) WITH (m='16', ef_construction='128')" in index.fetchone()[0]
+
+
+def test_migration_008_rebuilds_an_index_made_with_the_old_settings_and_keeps_it_usable(fresh_db, tmp_path):
+    index_dir = _site_index(tmp_path)
+    with connect(fresh_db) as conn:
+        publish(conn, index_dir)
+        # a database migrated before 008: the index as 002 made it, pgvector's defaults
+        conn.execute("drop index knowledge_chunks_embedding_hnsw")
+        conn.execute("create index knowledge_chunks_embedding_hnsw on knowledge_chunks"
+                     " using hnsw (embedding vector_cosine_ops)")
+        conn.execute("delete from knowledge_migrations where version = '008_hnsw'")
+        conn.commit()
+        assert migrate(conn, 64) == ["008_hnsw"]
+        options = conn.execute("select reloptions from pg_class where relname = 'knowledge_chunks_embedding_hnsw'")
+        assert options.fetchone()[0] == ["m=16", "ef_construction=128"]
+        conn.execute("delete from knowledge_migrations where version = '008_hnsw'")
+        conn.commit()
+        index = conn.execute("select oid from pg_class where relname = 'knowledge_chunks_embedding_hnsw'").fetchone()
+        assert migrate(conn, 64) == ["008_hnsw"]  # applied again: the index has the settings, nothing rebuilt
+        assert conn.execute("select oid from pg_class where relname = 'knowledge_chunks_embedding_hnsw'").fetchone() == index
+        vector = conn.execute("select embedding from knowledge_chunks order by id limit 1").fetchone()[0]
+        found = conn.execute("select id from search_knowledge(query_embedding => %s, match_count => 3)", (vector,))
+        assert len(found.fetchall()) == 3
 
 
 def test_publish_inserts_then_changes_nothing_then_applies_a_diff(fresh_db, tmp_path):
