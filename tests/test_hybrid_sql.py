@@ -143,6 +143,23 @@ def test_a_database_whose_bags_are_incomplete_gets_its_lists_made_again_whole(tm
     assert _lexical_state(fresh_db) == full
 
 
+@pytest.mark.parametrize(("query", "expanded", "not_expanded"), [
+    ("コサインの値", ["余弦"], ["正弦"]),  # サイン is found inside コサイン only
+    ("サインとコサイン", ["余弦", "正弦"], []),
+    ("ピタゴラスの定理の証明", ["3平", "平方"], []),  # bigrams of 三平方の定理 (kanji numerals as digits)
+])
+def test_a_thesaurus_wording_inside_a_longer_one_found_is_not_expanded(tmp_path, fresh_db, query, expanded, not_expanded):
+    from knowledge_build.text.thesaurus import load_thesaurus
+
+    thesaurus = load_thesaurus(None)
+    assert list(thesaurus["サイン"]) == ["正弦", "sin"] and list(thesaurus["コサイン"]) == ["余弦", "cos"]
+    _published(tmp_path, fresh_db)
+    with psycopg.connect(fresh_db) as conn:
+        terms = {t for (t,) in conn.execute("select term from knowledge_query_terms(%s)", (query,))}
+    assert all(f"t\x1f{word}" in terms for word in expanded)
+    assert not any(f"t\x1f{word}" in terms for word in not_expanded)
+
+
 def test_a_second_publish_of_the_same_set_writes_no_terms(tmp_path, fresh_db):
     index = _published(tmp_path, fresh_db)
     before = _lexical_state(fresh_db)

@@ -147,11 +147,21 @@ as $$
                       and (select btrim(regexp_replace(f, '[a-z]+', '', 'g')) = '' from folded) as whole
                from words),
     phrase as (select ' ' || coalesce(string_agg(w, ' ' order by o), '') || ' ' as p from words),
-    expanded as (
-        select coalesce(string_agg(distinct e.terms, ' '), '') as terms
+    found as (
+        select e.wording, e.english, e.terms
         from knowledge_expansions as e, folded, phrase
         where (not e.english and position(e.wording in folded.f) > 0)
            or (e.english and position(' ' || e.wording || ' ' in phrase.p) > 0)
+    ),
+    -- A thesaurus wording found only inside longer ones found is not expanded (さいん in こさいん; in
+    -- さいんとこさいん it is), as text/thesaurus.py's spans: it must occur more often than inside them.
+    expanded as (
+        select coalesce(string_agg(distinct x.terms, ' '), '') as terms
+        from found as x, folded
+        where x.english or (length(folded.f) - length(replace(folded.f, x.wording, ''))) / length(x.wording) > coalesce((
+            select sum((length(folded.f) - length(replace(folded.f, y.wording, ''))) / length(y.wording)
+                       * (length(y.wording) - length(replace(y.wording, x.wording, ''))) / length(x.wording))
+            from found as y where not y.english and y.wording <> x.wording and position(x.wording in y.wording) > 0), 0)
     ),
     -- As written (katakana kept) for the text field, which skips bigrams all in hiragana; folded for the rest.
     written as (select case when r.whole then '' else cut.c end || ' ' || r.kana || ' ' || knowledge_cut(x.terms) as t
