@@ -78,11 +78,13 @@ def test_publish_inserts_then_changes_nothing_then_applies_a_diff(fresh_db, tmp_
     assert result.exit_code == 0, result.output
     assert "171 new, 0 changed, 0 deleted, 0 unchanged" in result.output
     assert "publishing: 171/171 rows (100 %)" in result.stderr.splitlines()  # stderr is not a terminal here
+    assert "migrating: applying 002_chunks" in result.stderr.splitlines()
     build_id = json.loads((first / "manifest.json").read_text())["build_id"]
     assert _meta(fresh_db)["build_id"] == build_id and len(_rows(fresh_db)) == 171
 
     again = runner.invoke(main, ["publish", "--index", str(first), "--database-url", fresh_db])
     assert "0 new, 0 changed, 0 deleted, 171 unchanged" in again.output and "publishing" not in again.stderr
+    assert "migrating" not in again.stderr
 
     def edit(root):
         page = root / "junior" / "一次方程式.html"

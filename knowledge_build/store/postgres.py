@@ -60,8 +60,11 @@ def migration_sql(dim: int) -> list[tuple[str, str]]:
     return out
 
 
-def migrate(conn, dim: int) -> list[str]:
-    """Apply the migrations not yet recorded, each in its own transaction. Returns what was applied."""
+def migrate(conn, dim: int, progress: bool = False) -> list[str]:
+    """Apply the migrations not yet recorded, in one transaction. Returns what was applied. `progress`:
+    a line on stderr as each starts (one may rebuild an index: minutes on a large table)."""
+    import sys
+
     applied_now = []
     with conn.transaction():
         conn.execute("select pg_advisory_xact_lock(%s)", (PUBLISH_LOCK,))
@@ -80,6 +83,8 @@ def migrate(conn, dim: int) -> list[str]:
                 "of knowledge_migrations, then publish again.")
         for version, sql in migration_sql(dim):
             if version not in done:
+                if progress:
+                    print(f"migrating: applying {version}", file=sys.stderr, flush=True)
                 conn.execute(sql)
                 conn.execute("insert into knowledge_migrations (version) values (%s)", (version,))
                 applied_now.append(version)
@@ -172,7 +177,7 @@ def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False
     manifest = source.manifest
     if dry_run:
         return plan_publish(conn, source)
-    migrate(conn, int(manifest["embedder"]["dim"]))
+    migrate(conn, int(manifest["embedder"]["dim"]), progress)
     with conn.transaction():
         conn.execute("select pg_advisory_xact_lock(%s)", (PUBLISH_LOCK,))
         plan = plan_publish(conn, source)
