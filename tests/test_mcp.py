@@ -179,11 +179,11 @@ def test_http_health_and_50_concurrent_tool_calls(http_server):
 
 
 @pytest.mark.db
-def test_with_the_database_stopped_search_still_answers(real_index_dir, tmp_path):
+def test_with_the_database_stopped_search_still_answers(real_index_dir, tmp_path, pg_data_dir):
     from knowledge_build.store import server
     from knowledge_build.store.postgres import connect, publish
 
-    data = tmp_path / "pg" / "data"
+    data = pg_data_dir
     url = server.start(data)
     with connect(url) as conn:
         publish(conn, real_index_dir)

@@ -8,7 +8,6 @@ import shutil
 import signal
 import threading
 import time
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -17,7 +16,7 @@ from knowledge_build import CircuitBreaker, KnowledgeIndex, SearchService, build
 from knowledge_build.store import postgres, server
 from knowledge_build.store.postgres import connect, publish
 
-from .conftest import SITE, FakeEmbedder
+from .conftest import SITE, FakeEmbedder, wait_until_gone
 
 CLOSED_PORT = "postgresql://nobody@127.0.0.1:1/none"
 
@@ -195,8 +194,8 @@ def test_database_and_artifacts_paths_agree_on_50_corpus_queries(dev_queries, co
 
 @pytest.mark.db
 @pytest.mark.model
-def test_killing_the_database_mid_run_loses_no_query(real_index_dir, tmp_path):
-    data = tmp_path / "pg" / "data"
+def test_killing_the_database_mid_run_loses_no_query(real_index_dir, pg_data_dir):
+    data = pg_data_dir
     url = server.start(data)
     with connect(url) as conn:
         publish(conn, real_index_dir)
@@ -210,7 +209,7 @@ def test_killing_the_database_mid_run_loses_no_query(real_index_dir, tmp_path):
                 os.kill(server.pid(data), signal.SIGKILL)
                 failures_at.append(i)
             if i == 600:
-                _wait_until_gone(data)
+                wait_until_gone(data, tries=200)
                 server.start(data)
             started = time.perf_counter()
             results = service.search(queries[i % len(queries)], k=5)
@@ -223,18 +222,6 @@ def test_killing_the_database_mid_run_loses_no_query(real_index_dir, tmp_path):
     assert {s for s, _ in sources[:300]} == {"database"}
     assert {s for s, _ in sources[301:600]} == {"artifacts"}
     assert sources[-1][0] == "database" and service.breaker.state == "closed"
-
-
-def _wait_until_gone(data: Path) -> None:
-    for _ in range(200):
-        number = server.pid(data)
-        if number is None:
-            return
-        try:
-            os.kill(number, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
 
 
 def test_health_names_the_live_backend(tmp_path):
