@@ -132,3 +132,43 @@ def test_a_name_that_resolves_to_a_private_address_at_connect_time_is_refused(mo
         assert site.requests == []
     finally:
         next(servers, None)
+
+
+@pytest.mark.parametrize("host", [
+    "::127.0.0.1",          # IPv4-compatible (::/96, deprecated): reaches 127.0.0.1 on some stacks
+    "::10.0.0.1",
+    "::8.8.8.8",            # the whole block is refused, not only its private part
+    "::ffff:127.0.0.1",     # IPv4-mapped
+    "::ffff:0:127.0.0.1",   # IPv4-translated (SIIT, RFC 2765)
+    "64:ff9b::127.0.0.1",   # well-known NAT64 prefix around a private IPv4
+    "64:ff9b:1::7f00:1",    # local-use NAT64 (RFC 8215)
+    "2002:7f00:1::",        # 6to4 around 127.0.0.1
+    "2002:a00:1::1",        # 6to4 around 10.0.0.1
+    "::",                   # unspecified: connects to this host
+    "::1",
+    "fec0::1",              # deprecated site-local
+    "5f00::1",              # outside 2000::/3, the only block assigned for global unicast
+    "ff02::1",              # multicast
+    "2001:db8::1",          # documentation
+])
+def test_every_ipv6_form_of_a_non_public_address_is_refused(host):
+    with pytest.raises(UrlRefused, match=r"^refused: .* is a private address$"):
+        _validate(f"http://[{host}]/")
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "0.1.2.3", "127.1.2.3", "100.64.0.1", "192.0.0.8", "198.18.0.1",
+                                  "224.0.0.1", "240.0.0.1", "255.255.255.255"])
+def test_every_ipv4_special_purpose_address_is_refused(host):
+    with pytest.raises(UrlRefused, match=r"^refused: .* is a private address$"):
+        _validate(f"http://{host}/")
+
+
+@pytest.mark.parametrize("host", ["2606:4700:4700::1111", "64:ff9b::8.8.8.8", "::ffff:8.8.8.8"])
+def test_public_ipv6_addresses_still_pass(host):
+    assert _validate(f"http://[{host}]/").startswith("http://[")
+
+
+def test_an_ipv4_compatible_loopback_from_dns_is_refused(fake_dns):
+    fake_dns["compat.test"] = ["::127.0.0.1"]
+    with pytest.raises(UrlRefused, match=r"^refused: compat.test resolves to ::7f00:1, a private address$"):
+        _validate("http://compat.test/")

@@ -23,6 +23,12 @@ SCHEMES = ("http", "https")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # NAT64 (RFC 6052) embeds an IPv4 address in its last 32 bits: 64:ff9b::10.0.0.5 reaches 10.0.0.5.
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# The only IPv6 block assigned for global unicast (RFC 4291 and IANA's registry): everything outside it
+# (IPv4-compatible ::a.b.c.d, IPv4-translated ::ffff:0:a.b.c.d, local-use NAT64, site-local fec0::/10,
+# unassigned space) is refused, apart from the two forms below whose embedded IPv4 address is checked.
+_GLOBAL_UNICAST_V6 = ipaddress.ip_network("2000::/3")
+# IETF protocol assignments: Python before 3.12 calls most of it global (192.0.0.8, 192.0.0.170 …).
+_IETF_V4 = ipaddress.ip_network("192.0.0.0/24")
 
 
 class UrlRefused(KnowledgeBuildError):
@@ -119,13 +125,20 @@ def checked_transport(allow_hosts: tuple[str, ...], max_connections: int):
 
 def refused_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     """True for an address inside a network rather than on the internet: loopback, RFC 1918, link-local,
-    unique-local, unspecified, multicast, reserved — and IPv6 forms that embed one of those."""
+    unique-local, unspecified, multicast, reserved — and every IPv6 form outside global unicast, or
+    embedding an IPv4 address that is one of those (::ffff:127.0.0.1, ::127.0.0.1, 2002:7f00:1::)."""
     if isinstance(address, ipaddress.IPv6Address):
-        embedded = address.ipv4_mapped or address.sixtofour
+        embedded = address.ipv4_mapped
         if embedded is None and address in _NAT64:
             embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-        if embedded is not None and refused_address(embedded):
+        if embedded is not None:
+            return refused_address(embedded)
+        if address not in _GLOBAL_UNICAST_V6:
             return True
+        if address.sixtofour is not None and refused_address(address.sixtofour):
+            return True
+    elif address in _IETF_V4:
+        return True
     # is_global is False for every special-purpose block (RFC 6890: 127/8, 10/8, 172.16/12, 192.168/16,
     # 169.254/16, 100.64/10, 0/8, ::1, fc00::/7, fe80::/10 …); multicast is "global" for some ranges.
     return not address.is_global or address.is_multicast
