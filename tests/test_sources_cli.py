@@ -137,3 +137,13 @@ def test_query_gives_one_result_per_place_with_relevance_and_its_other_chunks_un
     assert "relevance " in text.splitlines()[0]
     none = json.loads(run("query", "村人 商人 土", "--min-relevance", "1", "--format", "json").stdout)
     assert none["results"] == [] and none["relevant"] is False
+
+
+@pytest.mark.parametrize("path_or_host", ["path", "host"])
+def test_add_of_a_100_kb_url_is_one_clear_line_not_a_traceback(site, run, path_or_host):
+    long = "a" * 100_000
+    url = site.url("/" + long) if path_or_host == "path" else f"http://{long}.example/"
+    result = run("add", url, host=site.host)
+    assert isinstance(result.exception, SystemExit) and result.exit_code == 1, repr(result.exception)
+    assert result.output == f"Error: refused: the URL is {len(url):,} characters long; at most 8,000 are fetched\n"
+    assert json.loads(run("status", "--format", "json").stdout)["sources"] == 0

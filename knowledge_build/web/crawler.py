@@ -216,7 +216,7 @@ class Crawler:
             raise CrawlError(f"timed out after {_seconds(self.settings.timeout)} s") from None
         except UrlRefused as exc:  # the connect-time check (checked_transport): DNS changed its answer
             raise CrawlError(str(exc)) from None
-        except (httpx.HTTPError, OSError) as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
             raise CrawlError(f"connection failed: {_describe(exc)}") from None
 
     async def _get(self, client, url: str) -> FetchedPage | _Redirect:

@@ -16,10 +16,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import KnowledgeBuildError
 
-__all__ = ["UrlRefused", "checked_address", "checked_transport", "host_key", "normalise_url", "refused_address",
-           "validate_url"]
+__all__ = ["MAX_URL_CHARS", "UrlRefused", "checked_address", "checked_transport", "host_key", "normalise_url",
+           "refused_address", "validate_url"]
 
 SCHEMES = ("http", "https")
+# RFC 9110 (section 4.1) asks for at least 8,000 octets of URI; httpx refuses longer than 65,536 with an
+# exception of its own. A longer URL is refused here, before it is parsed, resolved or echoed.
+MAX_URL_CHARS = 8000
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # NAT64 (RFC 6052) embeds an IPv4 address in its last 32 bits: 64:ff9b::10.0.0.5 reaches 10.0.0.5.
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
@@ -57,6 +60,8 @@ async def validate_url(url: str, allow_hosts: tuple[str, ...] = ()) -> str:
 
     Every address the host resolves to is checked (not just the first): a name with one public and
     one private address could otherwise be steered to the private one by the resolver's order."""
+    if len(url) > MAX_URL_CHARS:
+        raise UrlRefused(f"refused: the URL is {len(url):,} characters long; at most {MAX_URL_CHARS:,} are fetched")
     normal = normalise_url(url)
     parts = urlsplit(normal)
     if parts.scheme not in SCHEMES:
