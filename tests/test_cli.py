@@ -77,7 +77,12 @@ def test_build_json_output_is_machine_readable(site_dir, monkeypatch):
 
 def test_search_without_query_or_queries_is_a_usage_error(tmp_path):
     result = CliRunner().invoke(main, ["search", "--index", str(tmp_path)])
-    assert result.exit_code == 2 and "give a QUERY, or --queries FILE.jsonl" in result.output
+    assert result.exit_code == 2 and "give a QUERY (not only spaces), or --queries FILE.jsonl" in result.output
+
+
+def test_search_with_a_query_of_spaces_is_a_usage_error_not_no_results(tmp_path):
+    result = CliRunner().invoke(main, ["search", " \u3000\t", "--index", str(tmp_path)])
+    assert result.exit_code == 2 and "give a QUERY (not only spaces)" in result.output
 
 
 def test_search_queries_from_an_endless_stream_stops_with_one_line(fake_index_dir, fake_open):

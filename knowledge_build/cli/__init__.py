@@ -174,8 +174,8 @@ def _build_summary(result) -> dict:
 def search(query, index_dir, site, k, type_, category, material, level, mode, min_similarity, min_relevance,
            queries, fmt, database_url):
     """Search the knowledge chunks of an artifact set (the database first when one is configured)."""
-    if not query and queries is None:
-        raise click.UsageError("give a QUERY, or --queries FILE.jsonl")
+    if not (query or "").strip() and queries is None:
+        raise click.UsageError("give a QUERY (not only spaces), or --queries FILE.jsonl")
     from ..serve.retrieval_log import enable, log_retrieval
 
     config = kb.load_config(site=site, index=index_dir, database_url=database_url)
