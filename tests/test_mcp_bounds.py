@@ -305,3 +305,42 @@ def test_allowed_host_with_any_port_accepts_every_port_and_the_default_one(fake_
     finally:
         process.terminate()
         process.wait(timeout=TIMEOUT)
+
+
+def test_stdio_answers_a_line_that_is_not_a_message_with_a_json_rpc_error_and_keeps_answering(fake_index_dir,
+                                                                                               tmp_path):
+    import select
+
+    process = subprocess.Popen([sys.executable, FAKE_CLI, "serve", "--index", str(fake_index_dir), "--notes",
+                                str(tmp_path / "notes.sqlite")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+
+    def exchange(line: bytes) -> dict:
+        process.stdin.write(line + b"\n")
+        process.stdin.flush()
+        # The old server read the line, logged it and never answered: the client waited forever.
+        ready, _, _ = select.select([process.stdout], [], [], TIMEOUT)
+        assert ready, f"no answer to {line[:40]!r} within {TIMEOUT} s"
+        return json.loads(process.stdout.readline())
+
+    try:
+        parse = exchange(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"')  # cut short
+        assert parse == {"jsonrpc": "2.0", "id": None,
+                         "error": {"code": -32700, "message": "parse error: the line is not JSON"}}
+        assert exchange(b"\xff\xfe garbage")["error"]["code"] == -32700
+        invalid = exchange(b'{"jsonrpc": "2.0", "id": 7, "params": {}}')  # JSON, but no method
+        assert invalid["id"] == 7 and invalid["error"]["code"] == -32600
+        process.stdin.write(b"  \n")  # a blank line gets no answer: the next answer is the next line's
+        assert exchange(b'{"jsonrpc": "2.0", "id": "x", "method": 5}')["id"] == "x"
+        assert exchange(b"[1, 2]") == {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32600, "message": "invalid request: the line is JSON but not a JSON-RPC 2.0 message"}}
+        answer = exchange(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode())
+        assert answer["id"] == 2 and "result" in answer  # still serving
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(timeout=TIMEOUT)
+        finally:
+            if process.poll() is None:
+                process.kill()

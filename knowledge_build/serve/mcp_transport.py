@@ -1,8 +1,9 @@
 """How the MCP server meets the outside: bounded stdio, and streamable HTTP behind a bearer token.
 
 Both transports refuse one JSON-RPC message over MAX_MESSAGE_BYTES (HTTP with 413, stdio with a
-JSON-RPC error for that request) without reading more than that into memory. Over HTTP, a token
-(`--token` / KB_MCP_TOKEN) is required on every request except GET /health, and Host/Origin
+JSON-RPC error for that request) without reading more than that into memory. On stdio a line that is
+not JSON is answered with a parse error (-32700, id null), JSON that is not a message with -32600.
+Over HTTP, a token (`--token` / KB_MCP_TOKEN) is required on every request except GET /health, and Host/Origin
 headers are checked against `--allowed-host` / KB_ALLOWED_HOSTS (by default the loopback names when
 bound to one). HTTP is stateless: no session lives in one process, so any instance behind a load
 balancer answers any request of a client (no sticky sessions).
@@ -129,9 +130,47 @@ class BoundedLines:
             if not line:
                 raise StopAsyncIteration
             if len(line) <= self._limit or (line.endswith(b"\n") and len(line) == self._limit + 1):
-                return line.decode("utf-8", errors="replace")
+                text = line.decode("utf-8", errors="replace")
+                if not text.strip():
+                    continue  # a blank line is framing noise, not a message: nothing to answer
+                if await self._answered_as_invalid(text):
+                    continue
+                return text
             size = len(line) + await anyio.to_thread.run_sync(self._skip_rest, abandon_on_cancel=True)
             await self._refuse(line, size)
+
+    async def _answered_as_invalid(self, text: str) -> bool:
+        """True when the line is not a JSON-RPC message and was answered with the JSON-RPC error for it
+        (-32700 for text that is not JSON, -32600 for JSON that is not a message): the SDK would only
+        log it, and the client would wait forever for the answer to a request it believes it sent."""
+        import mcp_types as types
+
+        try:
+            types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+            return False
+        except ValueError:
+            pass
+        try:
+            value = json.loads(text)
+        except ValueError:
+            code, message, request_id = types.PARSE_ERROR, "parse error: the line is not JSON", None
+        else:
+            code, message = types.INVALID_REQUEST, "invalid request: the line is JSON but not a JSON-RPC 2.0 message"
+            request_id = value.get("id") if isinstance(value, dict) else None
+            if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+                request_id = None
+        log.warning("answered a stdio line with %s", message)
+        await self._reply(types.JSONRPCError(jsonrpc="2.0", id=request_id,
+                                             error=types.ErrorData(code=code, message=message)))
+        return True
+
+    async def _reply(self, error) -> None:
+        import anyio
+        from mcp.shared.message import SessionMessage
+
+        while self.replies is None:  # set as soon as stdio_server has yielded its streams
+            await anyio.sleep(0.01)
+        await self.replies.send(SessionMessage(error))
 
     def _skip_rest(self) -> int:
         skipped = 0
