@@ -361,3 +361,21 @@ def test_suggest_ids_write_goes_through_a_symlinked_page_and_keeps_the_link(tmp_
     assert (root / "p.html").is_symlink() and (root / "p.html").resolve() == real
     assert '<div id="tip-transposition" class="tip-box">' in real.read_text(encoding="utf-8")
     assert json.loads(_run("suggest-ids", "--site", root, "--format", "json").output)["suggestions"] == []
+
+
+@pytest.mark.parametrize("permalink, baseurl, path", [
+    ("//evil.example/steal/", "", "/evil.example/steal/"),          # as Jekyll writes it: a path on the site
+    ("///evil.example/steal/", "/x", "/x/evil.example/steal/"),
+    ('"/\\\\evil.example/steal/"', "", "/%5Cevil.example/steal/"),   # a browser reads /\host as //host
+    ('"/\\t/evil.example/steal/"', "", "/%09/evil.example/steal/"),   # … and drops the tab
+    ("https://evil.example/steal/", "", "/https:/evil.example/steal/"),
+])
+def test_a_permalink_naming_another_host_stays_a_path_on_the_site(tmp_path, permalink, baseurl, path):
+    page = f"---\ntitle: t\npermalink: {permalink}\n---\n{BOX}"
+    root = _site(tmp_path, {"p.html": page}, config=f"baseurl: {baseurl}\n" if baseurl else "title: s\n")
+    from .conftest import FakeEmbedder
+
+    output = build(load_config(site=root, output=tmp_path / "out", sections="off", env={}), embedder=FakeEmbedder()).output
+    rows = [json.loads(line) for line in (output / "knowledge_chunks.jsonl").read_text().splitlines()]
+    assert [row["url"] for row in rows] == [f"{path}#rule-last"]
+    assert all(not row["url"].startswith("//") and "\\" not in row["url"] for row in rows)

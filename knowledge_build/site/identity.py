@@ -7,16 +7,30 @@ The rule (README, "Page identity"):
 - Its material is its file name without `.html` when no other page of the site has that file name
   and no other page's path is that name (`junior/二次方程式.html` -> `二次方程式`: ids stay short
   and stable on sites whose file names are unique); otherwise its path.
+- A permalink is a path on the site's own host (site_path): `permalink: //host/x/` is `/host/x/`.
 - Two pages with the same path (`a.html` and `a/index.html`) are an error naming both: their chunk
   ids and links would collide.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import PurePosixPath
 
 from ..diagnostics import Diagnostic
+
+
+def site_path(link: str) -> str:
+    """`link` (a permalink or baseurl as written) as a path on the site's own host: one leading `/`,
+    runs of `/` collapsed to one, as Jekyll's URL#sanitize_url writes the page (so `//host/x/` is the
+    path `/host/x/`, not a link to another host), and a backslash or control character percent-encoded
+    (a browser reads `/\\host` as `//host` and drops tabs and newlines, which would make one again)."""
+    encoded = _UNSAFE_IN_PATH.sub(lambda m: f"%{ord(m.group()):02X}", str(link))
+    return re.sub(r"/{2,}", "/", "/" + encoded)
+
+
+_UNSAFE_IN_PATH = re.compile(r"[\x00-\x1f\x7f\\]")
 
 
 def page_path(rel: str) -> str:

@@ -21,7 +21,7 @@ from ..diagnostics import Diagnostic
 from ..errors import SiteNotFound
 from ..readfile import file_kind
 from .generators import detect, site_facts
-from .identity import material_names
+from .identity import material_names, site_path
 from ..yamlfile import YamlDocument, YamlError
 from ..yamlfile import load_file as load_yaml_file
 
@@ -81,7 +81,7 @@ def open_site(path: Path, baseurl: str | None = None, exclude=(), data: bool = T
             site.categories = _read_categories(site, source / "_data" / "categories.yml")
     if baseurl is not None:
         site.baseurl = baseurl
-    site.baseurl = "/" + site.baseurl.strip("/") if site.baseurl.strip("/") else ""
+    site.baseurl = site_path(site.baseurl.strip("/")) if site.baseurl.strip("/") else ""
     site.exclude = site.exclude + tuple(exclude)
     return site
 
@@ -301,10 +301,7 @@ def permalink(site: Site, rel: Path, front_matter: dict) -> str:
     """The page's URL path under the site root, as Jekyll writes it (without baseurl)."""
     explicit = front_matter.get("permalink")
     if explicit:
-        link = str(explicit)
-        if not link.startswith("/"):
-            link = "/" + link
-        return link
+        return site_path(str(explicit))
     posix = rel.as_posix()
     if site.kind == "source" and site.permalink_style == "pretty":
         stem = posix[: -len(".html")]
