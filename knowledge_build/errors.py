@@ -147,6 +147,14 @@ class ArtifactTooLarge(ArtifactError):
         )
 
 
+class BrokenBundle(ArtifactError):
+    def __init__(self, path, name, detail):
+        super().__init__(
+            f"search box file '{name}' in '{path}' is broken ({detail}): the set's files were changed or "
+            "partly copied. Rebuild the set with 'knowledge-build build' and deploy it again."
+        )
+
+
 class BuildIdMismatch(ArtifactError):
     def __init__(self, path, recorded, computed):
         super().__init__(

@@ -83,8 +83,9 @@ def test_build_writes_the_bundle_into_the_set_and_lists_every_file(built):
     assert sorted(names) == on_disk and bundle.ENTRY in names
     entry = json.loads((result.output / bundle.ENTRY).read_bytes())
     assert entry["format"] == bundle.FORMAT and entry["rows"] == manifest["counts"]["chunks"]
-    for digest in entry["shards"] + entry["records"]["files"]:
-        assert any(n.endswith(digest + ".bin") or n.endswith(digest + ".json") for n in names)
+    listed = [bundle.file_name(kind, d) for kind, key in (("t", entry["shards"]), ("r", entry["records"]["files"]),
+                                                            ("p", entry["places"])) for d in bundle.unpack(key)]
+    assert set(listed) == set(names) - {bundle.ENTRY} - set(bundle.static_files())
     assert {"knowledge-search.js", "knowledge-search-ui.js"} <= set(names)  # the modules travel with the set
 
 
@@ -110,6 +111,21 @@ def test_the_same_chunks_give_the_same_bytes_as_the_build(built):
     again = search_box_files(list(result.chunks), config)
     assert again == search_box_files(list(result.chunks), config)
     assert again == {name: (result.output / name).read_bytes() for name in again}
+
+
+def test_a_chunk_url_that_is_not_http_or_site_relative_is_written_without_a_link(built):
+    """A javascript: (or data:, vbscript:...) link, as a hostile baseurl could make, never reaches the bundle."""
+    from dataclasses import replace
+
+    from knowledge_build.pipeline import search_box_files
+
+    result, config = built
+    chunks = list(result.chunks)
+    chunks[0] = replace(chunks[0], url=" JavaScript:alert(1)//" + chunks[0].url)
+    files = search_box_files(chunks, config)
+    entry = json.loads(files[bundle.ENTRY])
+    first = json.loads(files[bundle.file_name("r", bundle.unpack(entry["records"]["files"])[0])])
+    assert first[0][:2] == [chunks[0].id, None] and first[1][1] == chunks[1].url
 
 
 def test_search_box_off_writes_no_bundle(built, tmp_path):

@@ -11,8 +11,11 @@ Files (flat in the set directory, each listed in the manifest like every other f
   knowledge-search-r<hash>.json    display records (id, url, title, type, level, learns, excerpt) of
                                    consecutive rows (record_rows), fetched only for the results shown
   knowledge-search-p<hash>.bin     per row: its place (results of one place are grouped), type, level
-File names carry the first 8 hex digits of their content's sha256, so a server may let browsers cache
-them forever; the entry point's name is fixed and it changes whenever anything else does.
+The entry point lists every other file by the first DIGEST_BYTES bytes of its content's sha256 (base64 of
+the digests end to end: the entry is fetched whole on the first query, and a list of full hashes would more
+than double it); a reader checks each file against its digest before using it (README, "Search box on the
+site"). File names carry the first 8 hex digits of that digest, so a server may let browsers cache them
+forever; the entry point's name is fixed and it changes whenever anything else does.
 
 Scores are BM25 (k1 1.5, b 0.75, as the lexical channel) computed at build time per term, field and
 row, and stored as one byte (`q`, 0–255) with a per-field scale: a query sums weight × scale × q, so
@@ -23,6 +26,7 @@ the browser needs no lengths or statistics. Shard layout (little-endian, varints
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import math
@@ -38,7 +42,7 @@ from ..search.ranking import SearchSettings
 from ..text.tex import readable
 from .analysis import MIN_READING, analyze_document, fold, term_key
 
-FORMAT = "knowledge-search/1"
+FORMAT = "knowledge-search/2"  # 2: files listed by 8-byte sha256 digests, packed
 PREFIX = "knowledge-search"
 ENTRY = f"{PREFIX}.json"
 FIELDS = ("body", "reading", "title")
@@ -173,14 +177,48 @@ def _type_weight(type_: str) -> float:
 EXTENSIONS = {"t": "bin", "r": "json", "p": "bin"}
 
 
-def file_name(kind: str, digest: str) -> str:
+DIGEST_BYTES = 8  # of a file's sha256, in the entry point: 2^64 work to forge a file that passes
+
+
+def digest(data: bytes) -> bytes:
+    """The digest the entry point lists for a file: the first DIGEST_BYTES bytes of its sha256."""
+    return hashlib.sha256(data).digest()[:DIGEST_BYTES]
+
+
+def pack(digests: list[bytes]) -> str:
+    """Digests as the entry point holds them: base64 of the digests end to end."""
+    return base64.b64encode(b"".join(digests)).decode("ascii")
+
+
+def unpack(text) -> list[bytes]:
+    """The digests `pack` wrote; ValueError for anything else."""
+    if not isinstance(text, str):
+        raise ValueError("not a string of digests")
+    raw = base64.b64decode(text.encode("ascii", "strict"), validate=True)
+    if not raw or len(raw) % DIGEST_BYTES:
+        raise ValueError(f"not a whole number of {DIGEST_BYTES}-byte digests")
+    return [raw[i:i + DIGEST_BYTES] for i in range(0, len(raw), DIGEST_BYTES)]
+
+
+def file_name(kind: str, digest: bytes) -> str:
     """The name of a bundle file of a kind (t: term shard, r: records, p: places) from its digest; the
     entry point lists digests only (knowledge-search.js makes the same names)."""
-    return f"{PREFIX}-{kind}{digest}.{EXTENSIONS[kind]}"
+    return f"{PREFIX}-{kind}{digest[:4].hex()}.{EXTENSIONS[kind]}"
 
 
-def _named(kind: str, data: bytes, ext: str = "") -> str:
-    return hashlib.sha256(data).hexdigest()[:8]
+# A URL's scheme as a browser reads an href: C0 controls and spaces at either end dropped, tabs and
+# newlines anywhere (WHATWG URL), so " JavaScript:" and "java\tscript:" are javascript: too.
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_URL_EDGES = "".join(map(chr, range(0x21)))
+
+
+def safe_link(url) -> str | None:
+    """`url` when following it can only load a page: site-relative (no scheme) or http(s); None for
+    anything else (javascript:, data:, vbscript:, ...). knowledge-search.js applies the same rule."""
+    if not isinstance(url, str):
+        return None
+    scheme = _SCHEME.match(re.sub("[\t\n\r]", "", url.strip(_URL_EDGES)))
+    return url if scheme is None or scheme.group(1).lower() in ("http", "https") else None
 
 
 def _json(value) -> bytes:
@@ -201,11 +239,10 @@ def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings) -> dic
     record_names = []
     size = record_rows(n)
     for start in range(0, n, size):
-        data = _json([[c.id, c.url, readable(c.title), c.type, c.level, [readable(x) for x in c.learns], _excerpt(c.excerpt)]
+        data = _json([[c.id, safe_link(c.url), readable(c.title), c.type, c.level, [readable(x) for x in c.learns], _excerpt(c.excerpt)]
                       for c in chunks[start:start + size]])
-        digest = _named("r", data)
-        files[file_name("r", digest)] = data
-        record_names.append(digest)
+        files[file_name("r", digest(data))] = data
+        record_names.append(digest(data))
     types = [t for t in TYPES if any(c.type == t for c in chunks)]
     levels = sorted({c.level for c in chunks if c.level})
     first: dict[str, int] = {}
@@ -213,14 +250,13 @@ def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings) -> dic
     codes = bytes(types.index(c.type) if c.type in types else 255 for c in chunks) + \
         bytes(levels.index(c.level) if c.level in levels else 255 for c in chunks)
     rows = varints(place) + codes
-    rows_name = _named("p", rows)
-    files[file_name("p", rows_name)] = rows
+    files[file_name("p", digest(rows))] = rows
     for name, data in static_files().items():
         files[name] = data
     entry = {
         "format": FORMAT, "rows": n, "fields": list(FIELDS), "weights": [WEIGHTS[f] for f in FIELDS],
-        "scales": scales, "shards": shard_names, "records": {"rows": size, "files": record_names},
-        "places": rows_name,
+        "scales": scales, "shards": pack(shard_names), "records": {"rows": size, "files": pack(record_names)},
+        "places": pack([digest(rows)]),
         "types": [{"value": t, "label": TYPE_LABELS.get(t, t), "weight": _type_weight(t),
                    "words": [fold(w) for w in BY_TYPE[t].words] if t in BY_TYPE else []} for t in types],
         "intent_boost": SearchSettings.intent_boost,
@@ -232,8 +268,8 @@ def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings) -> dic
     return files
 
 
-def _term_shards(fields: dict, files: dict[str, bytes]) -> list[str]:
-    """Write the term shards into `files`; their names, by shard number."""
+def _term_shards(fields: dict, files: dict[str, bytes]) -> list[bytes]:
+    """Write the term shards into `files`; their digests, by shard number."""
     every = sorted(set().union(*(f.keys() for f in fields.values())))
     encoded = {}
     for term in every:
@@ -260,9 +296,8 @@ def _term_shards(fields: dict, files: dict[str, bytes]) -> list[str]:
     names = []
     for parts in shards:
         data = b"".join(parts)
-        digest = _named("t", data)
-        files[file_name("t", digest)] = data
-        names.append(digest)
+        files[file_name("t", digest(data))] = data
+        names.append(digest(data))
     return names
 
 

@@ -8,8 +8,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import BrokenBundle
 from .analysis import fold, query_terms, term_key
-from .bundle import ENTRY, FIELDS, file_name, fnv1a
+from .bundle import ENTRY, FIELDS, file_name, fnv1a, safe_link
+from .verify import check_entry, checked, read_places, read_records, read_shard
 
 
 def type_weights(query: str, entry: dict) -> list[float]:
@@ -25,43 +27,11 @@ def type_weights(query: str, entry: dict) -> list[float]:
     return weights + [1.0] * (256 - len(weights))
 
 
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at
-        shift += 7
-
-
-def read_shard(data: bytes) -> dict[str, list[tuple[list[int], bytes]]]:
-    """term -> per field (rows, q) of one term shard."""
-    out, at = {}, 0
-    while at < len(data):
-        size, at = _varint(data, at)
-        term = data[at:at + size].decode("utf-8")
-        at += size
-        per_field = []
-        for _ in FIELDS:
-            n, at = _varint(data, at)
-            rows, row = [], 0
-            for _ in range(n):
-                delta, at = _varint(data, at)
-                row += delta
-                rows.append(row)
-            per_field.append((rows, data[at:at + n]))
-            at += n
-        out[term] = per_field
-    return out
-
-
 @dataclass
 class BrowserResult:
     row: int
     id: str
-    url: str
+    url: str | None  # None: the record's link is neither http(s) nor site-relative (bundle.safe_link)
     title: str
     type: str
     level: str
@@ -73,24 +43,35 @@ class BrowserIndex:
 
     def __init__(self, directory: Path):
         self.dir = Path(directory)
-        self.entry = json.loads((self.dir / ENTRY).read_bytes())
+        try:
+            self.entry = json.loads((self.dir / ENTRY).read_bytes())
+        except ValueError:
+            raise BrokenBundle(self.dir, ENTRY, "it is not JSON") from None
+        self.digests = check_entry(self.entry, self.dir)
         self._shards: dict[int, dict] = {}
-        data = (self.dir / file_name("p", self.entry["places"])).read_bytes()
-        n, at, self.place = self.entry["rows"], 0, []
-        for row in range(n):
-            delta, at = _varint(data, at)
-            self.place.append(row - delta)
-        self.type_codes, self.level_codes = data[at:at + n], data[at + n:at + 2 * n]
+        name = file_name("p", self.digests["p"][0])
+        data = self._read("p", 0)
+        self.place, self.type_codes, self.level_codes = read_places(data, self.entry["rows"], self.dir, name)
         self._records: dict[int, list] = {}
+
+    def _read(self, kind: str, number: int) -> bytes:
+        """The bundle's file of `kind` at `number`, checked against the digest the entry point lists."""
+        name = file_name(kind, self.digests[kind][number])
+        try:
+            data = (self.dir / name).read_bytes()
+        except OSError as error:
+            raise BrokenBundle(self.dir, name, f"it cannot be read: {error.strerror or error}") from None
+        return checked(data, self.digests[kind][number], self.dir, name)
 
     def _shard(self, number: int) -> dict:
         if number not in self._shards:
-            self._shards[number] = read_shard((self.dir / file_name("t", self.entry["shards"][number])).read_bytes())
+            name = file_name("t", self.digests["t"][number])
+            self._shards[number] = read_shard(self._read("t", number), self.entry["rows"], self.dir, name)
         return self._shards[number]
 
     def lookup(self, key: str) -> list[str]:
         """The vocabulary's terms filed under `key` (analysis.term_key)."""
-        return [t for t in self._shard(fnv1a(key) % len(self.entry["shards"])) if term_key(t) == key]
+        return [t for t in self._shard(fnv1a(key) % len(self.digests["t"])) if term_key(t) == key]
 
     def scores(self, query: str) -> dict[int, float]:
         entry = self.entry
@@ -100,7 +81,7 @@ class BrowserIndex:
             unit = weight * scale
             field = FIELDS[slot]
             for term in (reading if field == "reading" else body + reading if field == "title" else body):
-                found = self._shard(fnv1a(term_key(term)) % len(entry["shards"]))[term]
+                found = self._shard(fnv1a(term_key(term)) % len(self.digests["t"]))[term]
                 rows, q = found[slot]
                 for row, value in zip(rows, q):
                     scores[row] = scores.get(row, 0.0) + unit * value
@@ -134,7 +115,8 @@ class BrowserIndex:
         size = self.entry["records"]["rows"]
         number = row // size
         if number not in self._records:
-            name = file_name("r", self.entry["records"]["files"][number])
-            self._records[number] = json.loads((self.dir / name).read_bytes())
+            name = file_name("r", self.digests["r"][number])
+            count = min(size, self.entry["rows"] - number * size)
+            self._records[number] = read_records(self._read("r", number), count, self.dir, name)
         chunk_id, url, title, type_, level, _, _ = self._records[number][row % size]
-        return BrowserResult(row, chunk_id, url, title, type_, level, score)
+        return BrowserResult(row, chunk_id, safe_link(url), title, type_, level, score)

@@ -50,7 +50,9 @@ function option(result, id) {
   const head = el("span", { class: "ks-head" }, el("span", { class: "ks-title", text: result.title }),
     el("span", { class: "ks-badge", "data-type": result.type, text: result.typeLabel || result.type }));
   if (result.level) head.append(el("span", { class: "ks-level", text: result.level }));
-  const link = el("a", { class: "ks-link", href: result.url, tabindex: "-1" }, head);
+  // A result whose link is not http(s) or site-relative (url null: the core refused it) is shown, but as text.
+  const link = result.url === null ? el("div", { class: "ks-link" }, head)
+    : el("a", { class: "ks-link", href: result.url, tabindex: "-1" }, head);
   if (result.learns && result.learns.length) {
     link.append(el("span", { class: "ks-learns-head", text: "このリンクで学べること" }),
       el("ul", { class: "ks-learns" }, ...result.learns.map((text) => el("li", { text }))));
@@ -153,7 +155,7 @@ function mount(container) {
       move(active < 0 ? (step > 0 ? 0 : count - 1) : (active + step + count) % count);
     } else if (event.key === "Enter" && count && !list.hidden) {
       event.preventDefault();
-      list.children[Math.max(active, 0)].querySelector("a").click();
+      list.children[Math.max(active, 0)].querySelector("a")?.click();
     } else if (event.key === "Escape") {
       event.preventDefault();  // the first Escape closes the list; the next one clears the field
       if (!list.hidden) expand(false);

@@ -132,66 +132,184 @@ function fnv1a(text) {
   return h;
 }
 
-function varint(data, at) {
-  let value = 0, shift = 0, byte;
-  do { byte = data[at++]; value += (byte & 0x7f) * 2 ** shift; shift += 7; } while (byte >= 0x80);
-  return [value, at];
+// Every file but the entry point is checked against the digest the entry point lists (the first DIGEST_BYTES
+// bytes of its sha256) and every count in it against the bytes that hold it, before it is used: a broken or
+// hostile file is refused with a message, never read past its end or allowed to allocate what it declares
+// (browser/verify.py checks the same, rule for rule).
+export const FORMAT = "knowledge-search/2";
+const ENTRY = "knowledge-search.json";
+const FIELDS = ["body", "reading", "title"];
+const DIGEST_BYTES = 8, MAX_ROWS = 2 ** 24, MAX_SHARDS = 1024, MAX_RECORD_FILES = 1024, RECORD_FIELDS = 7;
+const NAMES = { t: "bin", r: "json", p: "bin" };
+
+const broken = (name, detail) => new Error(`knowledge-search: ${name} is broken (${detail}); the site's search `
+  + "files were changed or partly copied: build the index again and deploy it");
+const isCount = (v, limit) => Number.isInteger(v) && v >= 0 && v <= limit;
+const isNumber = (v) => typeof v === "number" && Number.isFinite(v);
+const strings = (v) => Array.isArray(v) && v.every((x) => typeof x === "string");
+const isTable = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+
+// A record's link when following it can only load a page: site-relative (no scheme) or http(s), the scheme
+// read as the browser reads an href (C0 controls and spaces at either end, tabs and newlines anywhere
+// dropped: " JavaScript:" and "java\tscript:" are javascript:); else null (bundle.py's safe_link).
+export function safeLink(url) {
+  if (typeof url !== "string") return null;
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url.replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, "").replace(/[\t\n\r]/g, ""));
+  return !scheme || ["http", "https"].includes(scheme[1].toLowerCase()) ? url : null;
 }
 
-function readShard(data, fields) {
-  const out = new Map(), decoder = new TextDecoder();
-  let at = 0, size, n, delta;
-  while (at < data.length) {
-    [size, at] = varint(data, at);
-    const term = decoder.decode(data.subarray(at, at + size));
-    at += size;
+function reader(data, name) {
+  const read = {
+    at: 0,
+    left: () => data.length - read.at,
+    varint() {
+      let value = 0;
+      for (let shift = 0; shift < 56; shift += 7) {  // 8 bytes at most: every count is below 2^53
+        if (read.at >= data.length) throw broken(name, `it ends inside a number at byte ${read.at}`);
+        const byte = data[read.at++];
+        value += (byte & 0x7f) * 2 ** shift;
+        if (byte < 0x80) return value;
+      }
+      throw broken(name, `a number at byte ${read.at - 8} is longer than 8 bytes`);
+    },
+    take(size) {
+      if (size > read.left()) throw broken(name, `it declares ${size} bytes at byte ${read.at}, but only ${read.left()} follow`);
+      read.at += size;
+      return data.subarray(read.at - size, read.at);
+    },
+  };
+  return read;
+}
+
+function readShard(data, rows, name) {
+  const out = new Map(), read = reader(data, name), decoder = new TextDecoder("utf-8", { fatal: true });
+  while (read.left()) {
+    const bytes = read.take(read.varint());
+    let term;
+    try { term = decoder.decode(bytes); } catch { throw broken(name, `a term before byte ${read.at} is not UTF-8`); }
     const perField = [];
-    for (let f = 0; f < fields; f++) {
-      [n, at] = varint(data, at);
-      const rows = new Array(n);
+    for (let f = 0; f < FIELDS.length; f++) {
+      const n = read.varint();
+      // each posting takes a byte of row delta and a byte of q at least
+      if (2 * n > read.left()) throw broken(name, `a term declares ${n} postings, more than the ${read.left()} bytes left hold`);
+      const found = new Array(n);
       let row = 0;
-      for (let i = 0; i < n; i++) { [delta, at] = varint(data, at); row += delta; rows[i] = row; }
-      perField.push([rows, data.subarray(at, at + n)]);
-      at += n;
+      for (let i = 0; i < n; i++) {
+        row += read.varint();
+        if (row >= rows) throw broken(name, `a posting names row ${row} of ${rows}`);
+        found[i] = row;
+      }
+      perField.push([found, read.take(n)]);
     }
     out.set(term, perField);
   }
   return out;
 }
 
-const NAMES = { t: "bin", r: "json", p: "bin" };
+function readPlaces(data, rows, name) {
+  if (3 * rows > data.length) throw broken(name, `rows ${rows} need at least ${3 * rows} bytes, the file has ${data.length}`);
+  const read = reader(data, name), place = new Array(rows);
+  for (let row = 0; row < rows; row++) {
+    const delta = read.varint();
+    if (delta > row) throw broken(name, `row ${row} names a place before row 0`);
+    place[row] = row - delta;
+  }
+  if (read.left() !== 2 * rows) throw broken(name, `${read.left()} bytes follow the places, not the ${2 * rows} of ${rows} rows' codes`);
+  return { place, types: data.subarray(read.at, read.at + rows), levels: data.subarray(read.at + rows) };
+}
+
+function parseJson(data, name) {
+  try { return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(data)); } catch { throw broken(name, "it is not JSON"); }
+}
+
+function readRecords(data, count, name) {
+  const records = parseJson(data, name);
+  const str = (v) => typeof v === "string", optional = (v) => v === null || typeof v === "string";
+  if (!Array.isArray(records) || records.length !== count || !records.every((r) => Array.isArray(r)
+      && r.length === RECORD_FIELDS && [0, 2, 3, 6].every((i) => str(r[i])) && optional(r[1]) && optional(r[4]) && strings(r[5]))) {
+    throw broken(name, `it does not hold ${count} records of ${RECORD_FIELDS} fields`);
+  }
+  return records;
+}
+
+function unpack(text) {
+  if (typeof text !== "string") throw new Error("not a string of digests");
+  let raw;
+  try { raw = atob(text); } catch { throw new Error("not base64"); }
+  if (raw.length % DIGEST_BYTES) throw new Error(`not a whole number of ${DIGEST_BYTES}-byte digests`);
+  const out = [];
+  for (let i = 0; i < raw.length; i += DIGEST_BYTES) out.push(Uint8Array.from(raw.slice(i, i + DIGEST_BYTES), (c) => c.charCodeAt(0)));
+  return out;
+}
+
+// The digests of the entry point's files by kind (t, r, p), once its shape and counts are sound.
+function checkEntry(entry) {
+  const fail = (detail) => { throw broken(ENTRY, detail); };
+  if (!isTable(entry) || entry.format !== FORMAT) fail(`it is not a ${FORMAT} entry point`);
+  const { rows, records, types, levels } = entry;
+  if (!isCount(rows, MAX_ROWS)) fail(`rows ${JSON.stringify(rows)} is not a count from 0 to ${MAX_ROWS}`);
+  if (JSON.stringify(entry.fields) !== JSON.stringify(FIELDS) || !["weights", "scales"].every((k) => Array.isArray(entry[k])
+      && entry[k].length === FIELDS.length && entry[k].every(isNumber)) || !isNumber(entry.intent_boost)) {
+    fail("fields, weights, scales or intent_boost are not what this reader ranks with");
+  }
+  if (!isTable(records) || !isCount(records.rows, MAX_ROWS) || records.rows < 1) fail("records.rows is not a count from 1");
+  const labelled = (v) => isTable(v) && typeof v.value === "string" && typeof v.label === "string";
+  if (!Array.isArray(types) || types.length >= 255 || !types.every((t) => labelled(t) && isNumber(t.weight) && strings(t.words))
+      || !Array.isArray(levels) || levels.length >= 255 || !levels.every(labelled)) {
+    fail("types or levels are not lists of values and labels");
+  }
+  if (!isTable(entry.thesaurus) || !Object.values(entry.thesaurus).every(strings)
+      || !isTable(entry.english) || !Object.values(entry.english).every((v) => typeof v === "string")) {
+    fail("thesaurus or english is not a table of terms");
+  }
+  let digests;
+  try {
+    digests = { t: unpack(entry.shards), r: rows ? unpack(records.files) : [], p: unpack(entry.places) };
+  } catch (error) { fail(`its digests are unreadable: ${error.message}`); }
+  if (digests.t.length < 1 || digests.t.length > MAX_SHARDS || digests.p.length !== 1
+      || digests.r.length !== Math.ceil(rows / records.rows) || digests.r.length > MAX_RECORD_FILES) {
+    fail(`it lists ${digests.t.length} term shards, ${digests.r.length} record files and ${digests.p.length} places files for ${rows} rows`);
+  }
+  return digests;
+}
+
+const hex = (bytes) => [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+
+async function verified(data, expected, name) {
+  const sum = new Uint8Array(await crypto.subtle.digest("SHA-256", data));
+  if (!expected.every((b, i) => sum[i] === b)) throw broken(name, `its sha256 does not begin with the digest ${ENTRY} lists for it`);
+  return data;
+}
 
 export async function open(base) {
+  // SubtleCrypto exists only in a secure context: rather than search files it cannot check, the box says so.
+  if (!globalThis.crypto?.subtle) {
+    throw new Error("knowledge-search: this page is not served over https (nor from localhost), where the browser "
+      + "can check the search files; serve the site over https");
+  }
   const fetched = new Map();
-  const get = (name, kind) => {
+  // The bytes of `name`, made into a value by `use` once (a failure is not kept: the next query fetches again).
+  const get = (name, use) => {
     if (!fetched.has(name)) {
       const url = new URL(name, base);
-      fetched.set(name, fetch(url).then((response) => {
+      fetched.set(name, fetch(url).then(async (response) => {
         if (!response.ok) throw new Error(`knowledge-search: could not fetch ${url} (HTTP ${response.status})`);
-        return kind === "json" ? response.json() : response.arrayBuffer().then((b) => new Uint8Array(b));
+        return use(new Uint8Array(await response.arrayBuffer()));
       }).catch((error) => { fetched.delete(name); throw error; }));
     }
     return fetched.get(name);
   };
-  const file = (kind, digest) => `knowledge-search-${kind}${digest}.${NAMES[kind]}`;
-  const entry = await get("knowledge-search.json", "json");
-  const shards = new Map();
-  const shard = async (number) => {
-    if (!shards.has(number)) shards.set(number, readShard(await get(file("t", entry.shards[number]), "bin"), entry.fields.length));
-    return shards.get(number);
+  const entry = await get(ENTRY, (data) => parseJson(data, ENTRY));
+  const digests = checkEntry(entry);
+  const load = (kind, number, read) => {
+    const name = `knowledge-search-${kind}${hex(digests[kind][number].subarray(0, 4))}.${NAMES[kind]}`;
+    return get(name, async (data) => read(await verified(data, digests[kind][number], name), name));
   };
-  const shardOf = (key) => fnv1a(key) % entry.shards.length;
-  let places = null;
-  const rowInfo = async () => {
-    if (!places) {
-      const data = await get(file("p", entry.places), "bin");
-      const place = new Array(entry.rows);
-      let at = 0, delta;
-      for (let row = 0; row < entry.rows; row++) { [delta, at] = varint(data, at); place[row] = row - delta; }
-      places = { place, types: data.subarray(at, at + entry.rows), levels: data.subarray(at + entry.rows, at + 2 * entry.rows) };
-    }
-    return places;
-  };
+  const shard = (number) => load("t", number, (data, name) => readShard(data, entry.rows, name));
+  const shardOf = (key) => fnv1a(key) % digests.t.length;
+  const rowInfo = () => load("p", 0, (data, name) => readPlaces(data, entry.rows, name));
+  const size = entry.records.rows;
+  const records = (number) => load("r", number, (data, name) => readRecords(data, Math.min(size, entry.rows - number * size), name));
 
   async function scores(query) {
     const keys = queryKeys(queryTexts(query, entry.thesaurus, entry.english));
@@ -239,10 +357,10 @@ export async function open(base) {
       leads.push([row, score]);
       if (leads.length === k) break;
     }
-    const size = entry.records.rows;
-    const records = await Promise.all(leads.map(([row]) => get(file("r", entry.records.files[Math.floor(row / size)]), "json")));
+    const held = await Promise.all(leads.map(([row]) => records(Math.floor(row / size))));
     return leads.map(([row, score], i) => {
-      const [id, url, title, typeValue, levelValue, learns, excerpt] = records[i][row % size];
+      const [id, link, title, typeValue, levelValue, learns, excerpt] = held[i][row % size];
+      const url = safeLink(link);
       const kind = entry.types.find((t) => t.value === typeValue);
       return { id, url, title, type: typeValue, typeLabel: kind ? kind.label : typeValue, level: levelValue, learns,
                excerpt, marks: marks(excerpt, body, reading), score };

@@ -1,0 +1,161 @@
+"""What a reader of the bundle checks before it uses a file (the Python mirror here; static/knowledge-search.js
+checks the same, rule for rule): the entry point's shape and counts, each other file against the digest the
+entry point lists for it, and every count a file declares against the bytes that hold it and the limits
+below, so a broken or hostile file is refused with a message and never makes a reader loop or allocate
+beyond what it was sent. A record's link is kept only when it is http(s) or site-relative (bundle.safe_link).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from ..errors import BrokenBundle
+from .bundle import ENTRY, FIELDS, FORMAT, MAX_RECORD_FILES, MAX_SHARDS, digest, unpack
+
+MAX_ROWS = 1 << 24  # rows of one bundle: far more than any site's chunks, few enough for a browser tab
+RECORD_FIELDS = 7  # id, url, title, type, level, learns, excerpt
+
+
+def _is_count(value, limit: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= limit
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def check_entry(entry, where: Path) -> dict[str, list[bytes]]:
+    """The digests of the entry point's files by kind (t, r, p), once its shape and counts are sound."""
+    def broken(detail: str) -> BrokenBundle:
+        return BrokenBundle(where, ENTRY, detail)
+
+    if not isinstance(entry, dict) or entry.get("format") != FORMAT:
+        raise broken(f"it is not a {FORMAT} entry point")
+    rows, records = entry.get("rows"), entry.get("records")
+    if not _is_count(rows, MAX_ROWS):
+        raise broken(f"rows {rows!r} is not a count from 0 to {MAX_ROWS}")
+    if entry.get("fields") != list(FIELDS) or not all(
+            isinstance(entry.get(k), list) and len(entry[k]) == len(FIELDS) and all(map(_is_number, entry[k]))
+            for k in ("weights", "scales")) or not _is_number(entry.get("intent_boost")):
+        raise broken("fields, weights, scales or intent_boost are not what this reader ranks with")
+    if not isinstance(records, dict) or not _is_count(records.get("rows"), MAX_ROWS) or records["rows"] < 1:
+        raise broken("records.rows is not a count from 1")
+    types, levels = entry.get("types"), entry.get("levels")
+    if not (isinstance(types, list) and len(types) < 255 and all(
+            isinstance(t, dict) and isinstance(t.get("value"), str) and isinstance(t.get("label"), str)
+            and _is_number(t.get("weight")) and _strings(t.get("words")) for t in types)
+            and isinstance(levels, list) and len(levels) < 255 and all(
+            isinstance(v, dict) and isinstance(v.get("value"), str) and isinstance(v.get("label"), str) for v in levels)):
+        raise broken("types or levels are not lists of values and labels")
+    thesaurus, english = entry.get("thesaurus"), entry.get("english")
+    if not (isinstance(thesaurus, dict) and all(map(_strings, thesaurus.values()))
+            and isinstance(english, dict) and all(isinstance(v, str) for v in english.values())):
+        raise broken("thesaurus or english is not a table of terms")
+    try:
+        digests = {"t": unpack(entry.get("shards")), "r": unpack(records.get("files")) if rows else [],
+                   "p": unpack(entry.get("places"))}
+    except ValueError as error:
+        raise broken(f"its digests are unreadable: {error}") from None
+    if not 1 <= len(digests["t"]) <= MAX_SHARDS or len(digests["p"]) != 1 \
+            or len(digests["r"]) != -(-rows // records["rows"]) or len(digests["r"]) > MAX_RECORD_FILES:
+        raise broken(f"it lists {len(digests['t'])} term shards, {len(digests['r'])} record files and "
+                     f"{len(digests['p'])} places files for {rows} rows")
+    return digests
+
+
+def checked(data: bytes, expected: bytes, where: Path, name: str) -> bytes:
+    """`data` when its sha256 begins with the digest the entry point lists for it."""
+    if digest(data) != expected:
+        raise BrokenBundle(where, name, f"its sha256 does not begin with the digest {ENTRY} lists for it")
+    return data
+
+
+class Reader:
+    """Varints and bytes of one file, each read only when the file holds it."""
+
+    def __init__(self, data: bytes, where: Path, name: str):
+        self.data, self.at, self.where, self.name = data, 0, where, name
+
+    def broken(self, detail: str) -> BrokenBundle:
+        return BrokenBundle(self.where, self.name, detail)
+
+    @property
+    def left(self) -> int:
+        return len(self.data) - self.at
+
+    def varint(self) -> int:
+        value = 0
+        for shift in range(0, 56, 7):  # 8 bytes at most: every count and delta of a bundle is below 2^53
+            if self.at >= len(self.data):
+                raise self.broken(f"it ends inside a number at byte {self.at}")
+            byte = self.data[self.at]
+            self.at += 1
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return value
+        raise self.broken(f"a number at byte {self.at - 8} is longer than 8 bytes")
+
+    def take(self, size: int) -> bytes:
+        if size > self.left:
+            raise self.broken(f"it declares {size} bytes at byte {self.at}, but only {self.left} follow")
+        self.at += size
+        return self.data[self.at - size:self.at]
+
+
+def read_shard(data: bytes, rows: int, where: Path, name: str) -> dict[str, list[tuple[list[int], bytes]]]:
+    """term -> per field (rows, q) of one term shard, every count bounded by the bytes left and `rows`."""
+    reader, out = Reader(data, where, name), {}
+    while reader.left:
+        try:
+            term = reader.take(reader.varint()).decode("utf-8")
+        except UnicodeDecodeError:
+            raise reader.broken(f"a term before byte {reader.at} is not UTF-8") from None
+        per_field = []
+        for _ in FIELDS:
+            n = reader.varint()
+            if 2 * n > reader.left:  # each posting takes a byte of row delta and a byte of q at least
+                raise reader.broken(f"a term declares {n} postings, more than the {reader.left} bytes left hold")
+            found, row = [], 0
+            for _ in range(n):
+                row += reader.varint()
+                if row >= rows:
+                    raise reader.broken(f"a posting names row {row} of {rows}")
+                found.append(row)
+            per_field.append((found, reader.take(n)))
+        out[term] = per_field
+    return out
+
+
+def read_places(data: bytes, rows: int, where: Path, name: str) -> tuple[list[int], bytes, bytes]:
+    """(place, type codes, level codes) per row; the file must hold exactly `rows` of each."""
+    reader = Reader(data, where, name)
+    if 3 * rows > len(data):
+        raise reader.broken(f"rows {rows} need at least {3 * rows} bytes, the file has {len(data)}")
+    place = []
+    for row in range(rows):
+        delta = reader.varint()
+        if delta > row:
+            raise reader.broken(f"row {row} names a place before row 0")
+        place.append(row - delta)
+    if reader.left != 2 * rows:
+        raise reader.broken(f"{reader.left} bytes follow the places, not the {2 * rows} of {rows} rows' codes")
+    return place, data[reader.at:reader.at + rows], data[reader.at + rows:]
+
+
+def read_records(data: bytes, count: int, where: Path, name: str) -> list[list]:
+    """The `count` display records of one file, each [id, url, title, type, level, learns, excerpt]."""
+    try:
+        records = json.loads(data)
+    except ValueError:
+        raise BrokenBundle(where, name, "it is not JSON") from None
+    if not isinstance(records, list) or len(records) != count or not all(
+            isinstance(r, list) and len(r) == RECORD_FIELDS and all(isinstance(r[i], str) for i in (0, 2, 3, 6))
+            and all(r[i] is None or isinstance(r[i], str) for i in (1, 4)) and _strings(r[5]) for r in records):
+        raise BrokenBundle(where, name, f"it does not hold {count} records of {RECORD_FIELDS} fields")
+    return records
