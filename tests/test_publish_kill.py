@@ -19,6 +19,8 @@ from .conftest import SITE, FakeEmbedder
 
 pytestmark = [pytest.mark.db, pytest.mark.corpus]
 CLI = [sys.executable, "-m", "knowledge_build.cli"]
+# The runs alternate two sites (the corpus and the sample site) in one database: each replaces the
+# other, which publish refuses without --replace (tests/test_publish_site.py).
 TIMEOUT = float(os.environ.get("KB_TEST_TIMEOUT", "120"))  # seconds a publisher may take to reach the lock
 
 
@@ -77,7 +79,7 @@ def test_a_publisher_killed_anywhere_leaves_one_complete_build(corpus_dir, fresh
     durations = {}
     for target in (small, corpus):  # how long a whole run takes here, to aim the random kills inside it
         started = time.monotonic()
-        subprocess.run([*CLI, "publish", "--index", str(target), "--database-url", fresh_db], check=True,
+        subprocess.run([*CLI, "publish", "--index", str(target), "--database-url", fresh_db, "--replace"], check=True,
                        capture_output=True)
         durations[target] = time.monotonic() - started
     rng = random.Random(20261122)
@@ -86,7 +88,7 @@ def test_a_publisher_killed_anywhere_leaves_one_complete_build(corpus_dir, fresh
         target = small if trial % 4 < 2 else corpus
         if trial % 2:  # the build not in the table, so that the killed run has rows to write
             target = small if _state(fresh_db)[0] == _expected(corpus)[0] else corpus
-        command = [*CLI, "publish", "--index", str(target), "--database-url", fresh_db]
+        command = [*CLI, "publish", "--index", str(target), "--database-url", fresh_db, "--replace"]
         if trial % 2:  # killed at its last write, every chunk written (not timed: it waits for our lock)
             in_transaction += _kill_inside_the_transaction(fresh_db, command)
         else:  # killed at a random moment of a run, or not at all if it is done by then
@@ -103,7 +105,7 @@ def test_a_publisher_killed_anywhere_leaves_one_complete_build(corpus_dir, fresh
             assert rows == builds[build_id], f"trial {trial}: table does not hold build {build_id} whole"
     assert in_transaction == 12  # every lock-held trial was killed inside the publisher's transaction
     for target in (corpus, small):  # a re-run converges
-        subprocess.run([*CLI, "publish", "--index", str(target), "--database-url", fresh_db], check=True,
+        subprocess.run([*CLI, "publish", "--index", str(target), "--database-url", fresh_db, "--replace"], check=True,
                        capture_output=True)
         build_id, rows = _state(fresh_db)
         assert (build_id, rows) == (_expected(target)[0], _expected(target)[1])

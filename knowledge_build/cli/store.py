@@ -15,6 +15,7 @@ from .common import (
     PATH_TYPE,
     PROGRESS_OPTION,
     SITE_OPTION,
+    command_options,
     fail_on_library_errors,
     show_progress,
 )
@@ -25,28 +26,45 @@ from .common import (
 @SITE_OPTION
 @DATABASE_OPTION
 @click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
+@click.option("--replace", is_flag=True,
+              help="Replace the chunks of another site the database holds (refused without it).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @PROGRESS_OPTION
 @fail_on_library_errors
-def publish(index_dir, site, database_url, dry_run, fmt, progress):
+def publish(index_dir, site, database_url, dry_run, replace, fmt, progress):
     """Publish an artifact set to Postgres/pgvector in one transaction (diff by content).
 
     Applies pending migrations, upserts new and changed chunks, deletes chunks whose
     anchors are gone and records the build id, all at once: readers see the old set or
-    the new one. Publishing the same build twice changes nothing.
+    the new one. Publishing the same build twice changes nothing. A database holding
+    another site's chunks is refused unless --replace.
     """
     from ..config import index_dir as resolve_index
     from ..config import require_database_url
     from ..store.postgres import connect
     from ..store.postgres import publish as publish_set
+    from ..store.published_site import AnotherSite
 
     config = kb.load_config(site=site, index=index_dir, database_url=database_url)
     target = resolve_index(config)
-    with connect(require_database_url(config)) as conn:
-        plan = publish_set(conn, target, dry_run=dry_run, progress=show_progress(progress, fmt),
-                           thesaurus=config.thesaurus)
+    try:
+        with connect(require_database_url(config)) as conn:
+            plan = publish_set(conn, target, dry_run=dry_run, progress=show_progress(progress, fmt),
+                               thesaurus=config.thesaurus, replace=replace)
+    except AnotherSite as exc:
+        if fmt == "json":
+            _print_plan(exc.plan, dry_run, fmt)
+        raise
+    _print_plan(plan, dry_run, fmt)
+    if plan.refusal:
+        raise plan.refusal
+
+
+def _print_plan(plan, dry_run: bool, fmt: str) -> None:
     if fmt == "json":
-        click.echo(json.dumps({**plan.to_dict(), "dry_run": dry_run}, ensure_ascii=False, indent=2))
+        refused = plan.refusal.for_options(command_options()) if plan.refusal else None
+        click.echo(json.dumps({**plan.to_dict(), "dry_run": dry_run, "refused": refused}, ensure_ascii=False,
+                              indent=2))
         return
     verb = "Would publish" if dry_run else "Published"
     click.echo(f"{verb} build {plan.build_id} (was {plan.previous_build or 'empty'}): {len(plan.insert)} new, "

@@ -121,6 +121,9 @@ class PublishPlan:
     previous_build: str | None = None
     rows: dict[str, int] = field(default_factory=dict, repr=False)  # id -> row of the set, of the rows to write
     terms: int = 0  # chunks whose lexical terms were (re)written (store/lexical.py)
+    site: object = None  # the set's PublishedSite (store/published_site.py)
+    database_site: object = None  # the one the database records, None before any was recorded
+    refusal: DatabaseError | None = None  # AnotherSite: the database holds another site's chunks
 
     @property
     def changes(self) -> int:
@@ -128,18 +131,23 @@ class PublishPlan:
 
     def to_dict(self) -> dict:
         return {"build_id": self.build_id, "previous_build": self.previous_build, "insert": self.insert,
-                "update": self.update, "delete": self.delete, "unchanged": self.unchanged}
+                "update": self.update, "delete": self.delete, "unchanged": self.unchanged,
+                "site": self.site.to_dict() if self.site else None,
+                "database_site": self.database_site.to_dict() if self.database_site else None}
 
 
-def plan_publish(conn, source) -> PublishPlan:
+def plan_publish(conn, source, replace: bool = False) -> PublishPlan:
     """The difference between the set (store/publishable.py) and the table, by fingerprint: only the
     rows whose fingerprint the table lacks are decoded. A row without one (published before 007) is
-    written again."""
+    written again. `refusal`, unless `replace`: the table holds another site's chunks."""
+    from .published_site import PublishedSite, refusal
+
     manifest = source.manifest
     embedder = manifest["embedder"]
     plan = PublishPlan(manifest["build_id"], embedder, int(embedder["dim"]))
     current = meta(conn)
     plan.previous_build = current.get("build_id")
+    plan.site, plan.database_site = PublishedSite.of(manifest), PublishedSite.recorded(current)
     if current.get("embedder") and json.loads(current["embedder"]) != embedder:
         raise DatabaseError(
             f"the database holds vectors from embedder {current['embedder']}, the artifacts come from "
@@ -158,6 +166,8 @@ def plan_publish(conn, source) -> PublishPlan:
     plan.update = sorted(plan.rows.keys() & existing.keys())
     plan.delete = sorted(i for i, print_ in existing.items() if print_ not in local and i not in plan.rows)
     plan.unchanged = len(source) - len(plan.rows)
+    if not replace:
+        plan.refusal = refusal(conn, manifest, current, len(existing), plan.unchanged + len(plan.update))
     return plan
 
 
@@ -166,21 +176,28 @@ def _has_fingerprints(conn) -> bool:
                         " and attname = 'fingerprint' and not attisdropped)").fetchone()[0]
 
 
-def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False, thesaurus: Path | None = None) -> PublishPlan:
+def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False, thesaurus: Path | None = None,
+            replace: bool = False) -> PublishPlan:
     """Diff the artifacts against the table and apply the difference in one transaction; the lexical
     terms and the query expansions (the shipped thesaurus and glossary, plus the site's `thesaurus`
-    file) of the hybrid RPC with them (store/lexical.py)."""
+    file) of the hybrid RPC with them (store/lexical.py). AnotherSite (with its `plan`), and nothing
+    written, when the table holds another site's chunks, unless `replace` (store/published_site.py);
+    a dry run returns the plan with its `refusal`."""
     from .lexical import publish_expansions, publish_terms
+    from .published_site import META_KEY
     from .publishable import Publishable
 
     source = Publishable.open(Path(index_dir))
     manifest = source.manifest
     if dry_run:
-        return plan_publish(conn, source)
+        return plan_publish(conn, source, replace)
     migrate(conn, int(manifest["embedder"]["dim"]), progress)
     with conn.transaction():
         conn.execute("select pg_advisory_xact_lock(%s)", (PUBLISH_LOCK,))
-        plan = plan_publish(conn, source)
+        plan = plan_publish(conn, source, replace)
+        if plan.refusal:
+            plan.refusal.plan = plan
+            raise plan.refusal
         written = [plan.rows[i] for i in plan.insert + plan.update]
         source.check_rows(written)
         _upsert(conn, source, written, progress)
@@ -190,7 +207,7 @@ def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False
         publish_expansions(conn, thesaurus)
         for key, value in (("build_id", manifest["build_id"]),
                            ("embedder", json.dumps(manifest["embedder"], ensure_ascii=False, sort_keys=True)),
-                           ("chunks", str(len(source)))):
+                           ("chunks", str(len(source))), (META_KEY, plan.site.to_json())):
             conn.execute("insert into knowledge_meta (key, value) values (%s, %s) on conflict (key) do update"
                          " set value = excluded.value, updated_at = now()", (key, value))
     return plan
