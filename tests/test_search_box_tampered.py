@@ -130,13 +130,31 @@ def test_a_shard_declaring_two_billion_postings_is_refused_without_freezing_the_
     assert tab.evaluate("1 + 1") == 2  # the tab still answers
 
 
+def _hostile_entry(folder, change: str) -> str:
+    """Change the entry point as `change` names; the words the refusal must hold."""
+    entry = _entry(folder)
+    if change == "rows":
+        entry["rows"] = 1_000_000_000
+        said = "rows 1000000000 is not a count from 0 to 16777216"
+    elif change == "rows over the limit":
+        entry["rows"] = 2**24 + 1
+        said = "rows 16777217 is not a count from 0 to 16777216"
+    else:  # a shard more than the 1,024 a reader takes
+        entry["shards"] = bundle.pack([bundle.digest(bytes([i % 256, i // 256])) for i in range(1025)])
+        said = "it lists 1025 term shards"
+    (folder / bundle.ENTRY).write_bytes(json.dumps(entry, ensure_ascii=False).encode())
+    return said
+
+
+ENTRY_CHANGES = ["rows", "rows over the limit", "shards"]
+
+
 @pytest.mark.browser
-def test_rows_of_a_billion_in_the_entry_point_are_refused(context, origin, bundle_dir):
-    entry = _entry(bundle_dir)
-    entry["rows"] = 1_000_000_000
-    (bundle_dir / bundle.ENTRY).write_bytes(json.dumps(entry, ensure_ascii=False).encode())
+@pytest.mark.parametrize("change", ENTRY_CHANGES)
+def test_counts_in_the_entry_point_beyond_its_limits_are_refused(context, origin, bundle_dir, change):
+    said = _hostile_entry(bundle_dir, change)
     tab, status, shown = _search(context, origin)
-    assert shown == [] and "rows" in status and "broken" in status, (status, shown)
+    assert shown == [] and said in status and "broken" in status, (status, shown)
     assert tab.evaluate("1 + 1") == 2
 
 
@@ -209,13 +227,12 @@ def test_the_python_mirror_refuses_hostile_counts(bundle_dir, tmp_path):
     _put(bundle_dir, "t", number, _varint(len(term)) + term + _varint(2**31) + b"\x01\x01")
     with pytest.raises(BrokenBundle, match="broken"):
         _python_search(bundle_dir)
-    rows = tmp_path / "rows"
-    shutil.copytree(bundle_dir, rows)
-    entry = _entry(rows)
-    entry["rows"] = 1_000_000_000
-    (rows / bundle.ENTRY).write_bytes(json.dumps(entry).encode())
-    with pytest.raises(BrokenBundle, match="rows"):
-        _python_search(rows)
+    for change in ENTRY_CHANGES:
+        copy = tmp_path / change
+        shutil.copytree(bundle_dir, copy)
+        said = _hostile_entry(copy, change)
+        with pytest.raises(BrokenBundle, match=said):
+            _python_search(copy)
 
 
 def test_the_python_mirror_gives_no_url_for_a_hostile_link(bundle_dir):
