@@ -3,7 +3,8 @@
 `atomic_write` replaces one file (temp file + rename). `swap_in` puts a staged directory in
 place of another with one atomic exchange (Linux renameat2), so readers see the old
 directory or the new one. `remove_owned` deletes only files whose names a caller owns and
-leaves a directory that still holds anything else.
+leaves a directory that still holds anything else. `claimed` marks a directory as in use by this
+process (an flock the kernel drops when the process dies, however it dies).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -151,3 +153,31 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+@contextmanager
+def claimed(directory: Path):
+    """Yields True while this process holds an exclusive flock on `directory`, False when another
+    process holds one (the directory is in use). The kernel releases the lock when the holder exits,
+    also by SIGKILL, so a lock that can be taken means nobody is using the directory; unlike a process
+    id, that also holds for a build in another PID namespace (a container) on the same machine.
+    Where there is no flock (Windows), yields True."""
+    try:
+        import fcntl
+    except ImportError:
+        yield True
+        return
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+        else:
+            yield True
+    finally:
+        os.close(fd)

@@ -20,7 +20,7 @@ from .embed import describe, get_embedder
 from .embed.cache import VectorCache
 from .embed.runner import EmbedStats, embed_rows
 from .errors import BuildFailed, ConfigError
-from .index.artifacts import ArtifactSet, assemble, check_output_dir, write_artifacts, write_latest
+from .index.artifacts import ArtifactSet, assemble, check_output_dir, clean_stale, write_artifacts, write_latest
 from .index.artifacts_v2 import assemble as assemble_v2
 from .index.build_memo import inputs_digest, kept_chunks, recall, remember
 from .index.layout import MANIFEST
@@ -229,6 +229,7 @@ def build(config: Config, embedder=None, progress: bool = False, strict: bool = 
                           "or a 'site' key in knowledge.yml.")
     site = open_site(config.site, baseurl=config.baseurl, exclude=config.exclude, data=False)
     output = check_output_dir(config.output or site.index_dir(config.artifact_schema))  # refuse before embedding
+    clean_stale(output)  # also when the set is kept below: a killed build's staging folder goes either way
     digest = inputs_digest(config, site, find_pages(site), describe(embedder) if embedder is not None else None,
                            generated_learns_path(config, site))
     kept = recall(Path(config.cache_dir), output, digest)

@@ -258,6 +258,90 @@ def test_stale_staging_directories_of_killed_builds_are_removed_on_the_next_buil
     assert (foreign / "diary.txt").read_text(encoding="utf-8") == "mine"
 
 
+# `python <this> build …` in a process of its own: the CLI with the fake embedder; with KB_TEST_PAUSE_STAGING
+# set, it writes half of the set into its staging folder, prints that folder and waits to be killed.
+_BUILD_SCRIPT = """
+import os, sys, time
+sys.path.insert(0, {root!r})
+from knowledge_build import pipeline
+from knowledge_build.index import artifacts
+from knowledge_build.cli import main
+from tests.conftest import FakeEmbedder
+pipeline.get_embedder = lambda *args, **kwargs: FakeEmbedder()
+if os.environ.get("KB_TEST_PAUSE_STAGING"):
+    write_files = artifacts.write_files
+    def half_then_wait(directory, files):
+        write_files(directory, {{name: files[name] for name in sorted(files)[: len(files) // 2]}})
+        print(directory, flush=True)
+        time.sleep(3600)
+    artifacts.write_files = half_then_wait
+main()
+"""
+KILL_TIMEOUT = float(os.environ.get("KB_TEST_TIMEOUT", "120"))
+
+
+def _build_process(tmp_path, site_dir, output, pause=False):
+    script = tmp_path / "build_with_fake.py"
+    script.write_text(_BUILD_SCRIPT.format(root=str(Path(__file__).resolve().parent.parent)), encoding="utf-8")
+    env = {**os.environ, "KB_CACHE_DIR": str(tmp_path / "cache"), **({"KB_TEST_PAUSE_STAGING": "1"} if pause else {})}
+    return subprocess.Popen([sys.executable, str(script), "build", "--site", str(site_dir), "--output", str(output)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+@pytest.mark.parametrize("next_inputs", ["the killed build's", "the kept set's"])
+def test_a_build_killed_while_staging_leaves_a_folder_the_next_build_removes_and_names(tmp_path, site_dir,
+                                                                                        next_inputs):
+    import select
+
+    output = tmp_path / "knowledge" / "v2"
+    first = _build_process(tmp_path, site_dir, output)
+    assert first.wait(timeout=KILL_TIMEOUT) == 0, first.communicate()[1]
+    page = site_dir / "junior" / "一次方程式.html"
+    original = page.read_text(encoding="utf-8")
+    _edit_a_box(site_dir)
+    killed = _build_process(tmp_path, site_dir, output, pause=True)
+    try:
+        ready, _, _ = select.select([killed.stdout], [], [], KILL_TIMEOUT)
+        assert ready, "the build did not reach its staging folder"
+        staging = Path(killed.stdout.readline().strip())
+        assert staging.parent == output.parent and staging.name.startswith(".v2.new-")
+        held = sorted(p.name for p in staging.iterdir())
+        assert any(layout.BUNDLE_FILE.fullmatch(n) and n[len("knowledge-search-"):][:1] in "trp" for n in held), held
+    finally:
+        killed.kill()  # SIGKILL: no finally block of the build runs
+        killed.communicate(timeout=KILL_TIMEOUT)
+    assert staging.is_dir()
+    if next_inputs == "the kept set's":
+        page.write_text(original, encoding="utf-8")  # the next build keeps the set and writes nothing
+    again = _build_process(tmp_path, site_dir, output)
+    _, stderr = again.communicate(timeout=KILL_TIMEOUT)
+    assert again.returncode == 0, stderr
+    assert sorted(p.name for p in output.parent.iterdir()) == ["latest.json", "v2"]
+    assert f"removed {staging}, a staging folder left by an interrupted build" in stderr.splitlines()
+
+
+def test_a_staging_folder_another_process_is_writing_is_left_alone_whatever_its_name_says(built, site_dir):
+    """A build in another container writes a staging folder named for a process number this one cannot
+    see; the flock it holds on the folder is what says it is in use."""
+    knowledge = built.output.parent
+    busy = knowledge / f".v2.new-{_dead_pid()}-0badc0de"
+    busy.mkdir()
+    (busy / layout.V2_CHUNKS).write_bytes(b"{")
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time\n"
+                               "fd = os.open(sys.argv[1], os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX)\n"
+                               "print('locked', flush=True); time.sleep(3600)", str(busy)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        _edit_a_box(site_dir)
+        build(_config(site_dir), embedder=FakeEmbedder())
+        assert busy.is_dir() and (busy / layout.V2_CHUNKS).read_bytes() == b"{"
+    finally:
+        holder.kill()
+        holder.wait(timeout=KILL_TIMEOUT)
+    assert artifacts_module.clean_stale(built.output) == [busy]  # once its writer is gone
+
+
 @BOTH_SCHEMAS
 def test_a_kill_between_the_two_fallback_renames_is_recovered_by_the_next_build(built, site_dir, schema):
     knowledge = built.output.parent

@@ -25,8 +25,8 @@ import numpy as np
 
 from .. import __version__
 from ..errors import ArtifactWriteFailed, LatestNotWritten, NonFiniteVectors, OutputNotArtifactSet
-from ..fsutil import atomic_write, fsync_dir, only_owned, pid_alive, remove_owned, swap_in, write_files
-from .layout import LATEST, MANIFEST, MAX_MANIFEST_BYTES, V2_FILES
+from ..fsutil import atomic_write, claimed, fsync_dir, only_owned, pid_alive, remove_owned, swap_in, write_files
+from .layout import BUNDLE_FILE, LATEST, MANIFEST, MAX_MANIFEST_BYTES, V2_FILES
 from .layout import V1_CHUNKS as CHUNKS
 from .layout import V1_FILES as OUR_FILES
 from .layout import V1_LEXICAL as LEXICAL
@@ -159,8 +159,13 @@ def _ours(directory: Path) -> bool:
 
 
 def owned_names(directory: Path) -> set[str]:
-    """The file names an earlier set in `directory` may hold: ours, and any its manifest lists."""
+    """The file names an earlier set in `directory` may hold: ours, the search box's (by their pattern),
+    and any its manifest lists."""
     names = set(OUR_FILES) | V2_FILES  # a killed build's staging may hold either schema's files
+    try:
+        names |= {n for n in os.listdir(directory) if BUNDLE_FILE.fullmatch(n)}
+    except OSError:
+        pass
     manifest = _small_json(directory / MANIFEST)
     listed = manifest.get("files") if isinstance(manifest, dict) else None
     if isinstance(listed, dict):
@@ -189,34 +194,50 @@ def write_artifacts(artifacts: ArtifactSet, out_dir: Path) -> Path:
     except OSError as exc:
         raise ArtifactWriteFailed(target, exc.strerror or exc) from exc
     leftover = staging
-    try:
-        write_files(staging, artifacts.files)
-        os.chmod(staging, 0o755)
-        check_output_dir(target)  # again: the directory may have changed while we embedded and wrote
-        backup = target.with_name(f".{target.name}.old-{os.getpid()}-{secrets.token_hex(4)}")
-        leftover = swap_in(staging, target, backup)
-        fsync_dir(target.parent)
-    except OSError as exc:
-        raise ArtifactWriteFailed(target, exc.strerror or exc) from exc
-    finally:
-        if leftover is not None and leftover.exists():
-            remove_owned(leftover, owned | owned_names(leftover))
+    with claimed(staging):  # in use until swapped in: another build's clean_stale leaves it alone
+        try:
+            write_files(staging, artifacts.files)
+            os.chmod(staging, 0o755)
+            check_output_dir(target)  # again: the directory may have changed while we embedded and wrote
+            backup = target.with_name(f".{target.name}.old-{os.getpid()}-{secrets.token_hex(4)}")
+            leftover = swap_in(staging, target, backup)
+            fsync_dir(target.parent)
+        except OSError as exc:
+            raise ArtifactWriteFailed(target, exc.strerror or exc) from exc
+        finally:
+            if leftover is not None and leftover.exists():
+                remove_owned(leftover, owned | owned_names(leftover))
     clean_stale(target)
     return target
 
 
 def clean_stale(target: Path) -> list[Path]:
-    """Remove `.<name>.new-*` / `.<name>.old-*` directories that killed builds left beside `target`:
-    only those holding nothing but our files, and not those of a build that is still running."""
+    """Remove `.<name>.new-*` / `.<name>.old-*` directories that killed builds left beside `target`,
+    saying so (a warning: the CLI shows it on stderr). A directory is left alone while a build may be
+    using it: its process (the number in its name) is alive, or it holds the flock its build keeps on
+    it while writing (fsutil.claimed; a build in another container has another process number space).
+    One holding anything but our files (the sets' names, the search box's by their pattern) is kept and
+    named, never emptied."""
     removed = []
     for prefix in (f".{target.name}.new-", f".{target.name}.old-"):
-        for candidate in sorted(target.parent.glob(f"{prefix}*")):
+        try:
+            candidates = sorted(p for p in target.parent.glob(f"{prefix}*") if p.is_dir() and not p.is_symlink())
+        except OSError:
+            return removed
+        for candidate in candidates:
             pid = candidate.name[len(prefix):].split("-", 1)[0]
             if pid.isdigit() and pid_alive(int(pid)):
                 continue
-            if only_owned(candidate, owned_names(candidate)) and remove_owned(candidate, owned_names(candidate)):
-                log.info("removed %s, left by an interrupted build", candidate)
-                removed.append(candidate)
+            with claimed(candidate) as free:
+                if not free:
+                    continue
+                owned = owned_names(candidate)
+                if not only_owned(candidate, owned):
+                    log.warning("kept %s, a staging folder of an interrupted build: it holds files that are not "
+                                "knowledge-build's; remove it yourself once they are safe", candidate)
+                elif remove_owned(candidate, owned):
+                    log.warning("removed %s, a staging folder left by an interrupted build", candidate)
+                    removed.append(candidate)
     return removed
 
 
