@@ -6,7 +6,11 @@ test can see that an answer is grounded in the context it was sent. Modes:
 - "answer" (default): 200 with that answer (or `.reply`, a fixed text, when set);
 - "error": HTTP `.status` (500) with an OpenAI-style error body;
 - "not-json": 200 `application/json` whose body is not JSON (a proxy's HTML page, say);
-- "slow": waits `.delay` seconds (default 30) before answering, to run past a client's timeout.
+- "slow": waits `.delay` seconds (default 30) before answering, to run past a client's timeout;
+- "trickle": any POST (chat or embeddings) or GET (a web page) gets its headers at once (200, no
+  Content-Length: the body ends with the connection), then one byte of body every `.interval` seconds (default 0.1) until the
+  client hangs up or the server stops: each read gets a byte long before a read timeout, so only a
+  deadline for the whole request ends it.
 
     with ChatServer() as chat:
         ... base_url=chat.url ...
@@ -25,8 +29,9 @@ NO_CONTEXT = "資料なし"
 
 
 class ChatServer:
-    def __init__(self, mode: str = "answer", *, status: int = 500, delay: float = 30.0, reply: str | None = None):
-        self.mode, self.status, self.delay, self.reply = mode, status, delay, reply
+    def __init__(self, mode: str = "answer", *, status: int = 500, delay: float = 30.0, reply: str | None = None,
+                 interval: float = 0.1):
+        self.mode, self.status, self.delay, self.reply, self.interval = mode, status, delay, reply, interval
         self.requests: list[dict] = []
         self.paths: list[str] = []
         self._release = threading.Event()  # set on stop: a "slow" handler gives up waiting
@@ -87,6 +92,12 @@ def _handler(chat: ChatServer):
         def log_message(self, *args):
             pass
 
+        def do_GET(self):
+            if chat.mode != "trickle":
+                return self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            chat.paths.append(self.path)
+            self._trickle("text/html; charset=utf-8")
+
         def do_POST(self):
             length = int(self.headers.get("Content-Length") or 0)
             try:
@@ -95,6 +106,8 @@ def _handler(chat: ChatServer):
                 return self._send(400, {"error": {"message": "the body is not JSON", "type": "invalid_request_error"}})
             chat.requests.append(body)
             chat.paths.append(self.path)
+            if chat.mode == "trickle":
+                return self._trickle()
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 return self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             if chat.mode == "error":
@@ -109,6 +122,19 @@ def _handler(chat: ChatServer):
                              "choices": [{"index": 0, "finish_reason": "stop",
                                           "message": {"role": "assistant", "content": content}}],
                              "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}})
+
+        def _trickle(self, content_type: str = "application/json") -> None:
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", content_type)
+                self.end_headers()
+                self.wfile.flush()
+                while not chat._release.wait(chat.interval):
+                    self.wfile.write(b" ")  # JSON allows any amount of white space before the value
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up: what a deadline is for
+            self.close_connection = True
 
         def _send(self, status: int, payload: dict) -> None:
             self._send_bytes(status, json.dumps(payload, ensure_ascii=False).encode("utf-8"))

