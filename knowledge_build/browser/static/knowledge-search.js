@@ -132,30 +132,25 @@ function fnv1a(text) {
   return h;
 }
 
-// Every file but the entry point is checked against the digest the entry point lists (the first DIGEST_BYTES
-// bytes of its sha256) and every count in it against the bytes that hold it, before it is used: a broken or
-// hostile file is refused with a message, never read past its end or allowed to allocate what it declares
-// (browser/verify.py checks the same, rule for rule).
+// Each file is checked against the digest the entry point lists (the first 8 bytes of its sha256), and each
+// count against the bytes that hold it, before use: browser/verify.py's checks, rule for rule.
 export const FORMAT = "knowledge-search/2";
-const ENTRY = "knowledge-search.json";
-const FIELDS = ["body", "reading", "title"];
-const DIGEST_BYTES = 8, MAX_ROWS = 2 ** 24, MAX_SHARDS = 1024, MAX_RECORD_FILES = 1024, RECORD_FIELDS = 7;
-const NAMES = { t: "bin", r: "json", p: "bin" };
-
+const ENTRY = "knowledge-search.json", FIELDS = ["body", "reading", "title"], NAMES = { t: "bin", r: "json", p: "bin" };
+const MAX_ROWS = 2 ** 24, MAX_FILES = 1024;
 const broken = (name, detail) => new Error(`knowledge-search: ${name} is broken (${detail}); the site's search `
   + "files were changed or partly copied: build the index again and deploy it");
 const isCount = (v, limit) => Number.isInteger(v) && v >= 0 && v <= limit;
 const isNumber = (v) => typeof v === "number" && Number.isFinite(v);
-const strings = (v) => Array.isArray(v) && v.every((x) => typeof x === "string");
+const isText = (v) => typeof v === "string";
+const strings = (v) => Array.isArray(v) && v.every(isText);
 const isTable = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 
-// A record's link when following it can only load a page: site-relative (no scheme) or http(s), the scheme
-// read as the browser reads an href (C0 controls and spaces at either end, tabs and newlines anywhere
-// dropped: " JavaScript:" and "java\tscript:" are javascript:); else null (bundle.py's safe_link).
+// The link when following it can only load a page: no scheme (site-relative) or http(s), the scheme read
+// as the browser reads an href (" JavaScript:", "java\tscript:" are javascript:); else null (bundle.safe_link).
 export function safeLink(url) {
-  if (typeof url !== "string") return null;
-  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url.replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, "").replace(/[\t\n\r]/g, ""));
-  return !scheme || ["http", "https"].includes(scheme[1].toLowerCase()) ? url : null;
+  if (!isText(url)) return null;
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url.replace(/^[\0- ]+|[\0- ]+$/g, "").replace(/[\t\n\r]/g, ""));
+  return !scheme || /^https?$/i.test(scheme[1]) ? url : null;
 }
 
 function reader(data, name) {
@@ -174,27 +169,26 @@ function reader(data, name) {
     },
     take(size) {
       if (size > read.left()) throw broken(name, `it declares ${size} bytes at byte ${read.at}, but only ${read.left()} follow`);
-      read.at += size;
-      return data.subarray(read.at - size, read.at);
+      return data.subarray(read.at, (read.at += size));
     },
   };
   return read;
 }
 
+const utf8 = (data, name, what) => {
+  try { return new TextDecoder("utf-8", { fatal: true }).decode(data); } catch { throw broken(name, what); }
+};
+
 function readShard(data, rows, name) {
-  const out = new Map(), read = reader(data, name), decoder = new TextDecoder("utf-8", { fatal: true });
+  const out = new Map(), read = reader(data, name);
   while (read.left()) {
-    const bytes = read.take(read.varint());
-    let term;
-    try { term = decoder.decode(bytes); } catch { throw broken(name, `a term before byte ${read.at} is not UTF-8`); }
-    const perField = [];
-    for (let f = 0; f < FIELDS.length; f++) {
+    const term = utf8(read.take(read.varint()), name, `a term before byte ${read.at} is not UTF-8`), perField = [];
+    for (const _ of FIELDS) {
       const n = read.varint();
       // each posting takes a byte of row delta and a byte of q at least
       if (2 * n > read.left()) throw broken(name, `a term declares ${n} postings, more than the ${read.left()} bytes left hold`);
       const found = new Array(n);
-      let row = 0;
-      for (let i = 0; i < n; i++) {
+      for (let i = 0, row = 0; i < n; i++) {
         row += read.varint();
         if (row >= rows) throw broken(name, `a posting names row ${row} of ${rows}`);
         found[i] = row;
@@ -219,58 +213,53 @@ function readPlaces(data, rows, name) {
 }
 
 function parseJson(data, name) {
-  try { return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(data)); } catch { throw broken(name, "it is not JSON"); }
+  try { return JSON.parse(utf8(data, name)); } catch { throw broken(name, "it is not JSON"); }
 }
 
+// [id, url, title, type, level, learns, excerpt] × count
 function readRecords(data, count, name) {
-  const records = parseJson(data, name);
-  const str = (v) => typeof v === "string", optional = (v) => v === null || typeof v === "string";
-  if (!Array.isArray(records) || records.length !== count || !records.every((r) => Array.isArray(r)
-      && r.length === RECORD_FIELDS && [0, 2, 3, 6].every((i) => str(r[i])) && optional(r[1]) && optional(r[4]) && strings(r[5]))) {
-    throw broken(name, `it does not hold ${count} records of ${RECORD_FIELDS} fields`);
+  const records = parseJson(data, name), optional = (v) => v === null || isText(v);
+  if (!Array.isArray(records) || records.length !== count || !records.every((r) => Array.isArray(r) && r.length === 7
+      && [0, 2, 3, 6].every((i) => isText(r[i])) && optional(r[1]) && optional(r[4]) && strings(r[5]))) {
+    throw broken(name, `it does not hold ${count} records of 7 fields`);
   }
   return records;
 }
 
 function unpack(text) {
-  if (typeof text !== "string") throw new Error("not a string of digests");
   let raw;
   try { raw = atob(text); } catch { throw new Error("not base64"); }
-  if (raw.length % DIGEST_BYTES) throw new Error(`not a whole number of ${DIGEST_BYTES}-byte digests`);
-  const out = [];
-  for (let i = 0; i < raw.length; i += DIGEST_BYTES) out.push(Uint8Array.from(raw.slice(i, i + DIGEST_BYTES), (c) => c.charCodeAt(0)));
-  return out;
+  if (!isText(text) || raw.length % 8) throw new Error("not a whole number of 8-byte digests");
+  return Array.from({ length: raw.length / 8 }, (_, i) => Uint8Array.from(raw.slice(8 * i, 8 * i + 8), (c) => c.charCodeAt(0)));
 }
 
 // The digests of the entry point's files by kind (t, r, p), once its shape and counts are sound.
 function checkEntry(entry) {
   const fail = (detail) => { throw broken(ENTRY, detail); };
   if (!isTable(entry) || entry.format !== FORMAT) fail(`it is not a ${FORMAT} entry point`);
-  const { rows, records, types, levels } = entry;
+  const { rows, records, types, levels, thesaurus, english } = entry;
   if (!isCount(rows, MAX_ROWS)) fail(`rows ${JSON.stringify(rows)} is not a count from 0 to ${MAX_ROWS}`);
-  if (JSON.stringify(entry.fields) !== JSON.stringify(FIELDS) || !["weights", "scales"].every((k) => Array.isArray(entry[k])
-      && entry[k].length === FIELDS.length && entry[k].every(isNumber)) || !isNumber(entry.intent_boost)) {
+  if (JSON.stringify(entry.fields) !== JSON.stringify(FIELDS) || !isNumber(entry.intent_boost) || ![entry.weights, entry.scales]
+      .every((v) => Array.isArray(v) && v.length === FIELDS.length && v.every(isNumber))) {
     fail("fields, weights, scales or intent_boost are not what this reader ranks with");
   }
   if (!isTable(records) || !isCount(records.rows, MAX_ROWS) || records.rows < 1) fail("records.rows is not a count from 1");
-  const labelled = (v) => isTable(v) && typeof v.value === "string" && typeof v.label === "string";
+  const labelled = (v) => isTable(v) && isText(v.value) && isText(v.label);
   if (!Array.isArray(types) || types.length >= 255 || !types.every((t) => labelled(t) && isNumber(t.weight) && strings(t.words))
       || !Array.isArray(levels) || levels.length >= 255 || !levels.every(labelled)) {
     fail("types or levels are not lists of values and labels");
   }
-  if (!isTable(entry.thesaurus) || !Object.values(entry.thesaurus).every(strings)
-      || !isTable(entry.english) || !Object.values(entry.english).every((v) => typeof v === "string")) {
+  if (!isTable(thesaurus) || !Object.values(thesaurus).every(strings) || !isTable(english) || !Object.values(english).every(isText)) {
     fail("thesaurus or english is not a table of terms");
   }
-  let digests;
+  let d;
   try {
-    digests = { t: unpack(entry.shards), r: rows ? unpack(records.files) : [], p: unpack(entry.places) };
+    d = { t: unpack(entry.shards), r: rows ? unpack(records.files) : [], p: unpack(entry.places) };
   } catch (error) { fail(`its digests are unreadable: ${error.message}`); }
-  if (digests.t.length < 1 || digests.t.length > MAX_SHARDS || digests.p.length !== 1
-      || digests.r.length !== Math.ceil(rows / records.rows) || digests.r.length > MAX_RECORD_FILES) {
-    fail(`it lists ${digests.t.length} term shards, ${digests.r.length} record files and ${digests.p.length} places files for ${rows} rows`);
+  if (d.t.length < 1 || d.t.length > MAX_FILES || d.p.length !== 1 || d.r.length !== Math.ceil(rows / records.rows) || d.r.length > MAX_FILES) {
+    fail(`it lists ${d.t.length} term shards, ${d.r.length} record files and ${d.p.length} places files for ${rows} rows`);
   }
-  return digests;
+  return d;
 }
 
 const hex = (bytes) => [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
