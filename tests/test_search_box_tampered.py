@@ -261,3 +261,17 @@ def test_chromium_keeps_the_same_links_as_python(context, origin):
     got = tab.evaluate("async (urls) => { const m = await import('./v2/knowledge-search.js');"
                        " return urls.map((url) => m.safeLink(url)); }", urls)
     assert got == [bundle.safe_link(u) for u in urls]
+
+
+@pytest.mark.parametrize("damage", ["no entry point", "entry point not JSON", "a shard missing"])
+def test_the_python_mirror_names_a_missing_or_unreadable_file(bundle_dir, damage):
+    from knowledge_build.errors import BrokenBundle
+
+    if damage == "a shard missing":
+        _shard_of(bundle_dir, QUERY)[1].unlink()
+    elif damage == "no entry point":
+        (bundle_dir / bundle.ENTRY).unlink()
+    else:
+        (bundle_dir / bundle.ENTRY).write_bytes(b"{")
+    with pytest.raises(BrokenBundle, match="cannot be read|not JSON"):
+        _python_search(bundle_dir)

@@ -45,6 +45,8 @@ class BrowserIndex:
         self.dir = Path(directory)
         try:
             self.entry = json.loads((self.dir / ENTRY).read_bytes())
+        except OSError as error:
+            raise BrokenBundle(self.dir, ENTRY, f"it cannot be read: {error.strerror or error}") from None
         except ValueError:
             raise BrokenBundle(self.dir, ENTRY, "it is not JSON") from None
         self.digests = check_entry(self.entry, self.dir)
