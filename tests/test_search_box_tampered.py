@@ -275,3 +275,25 @@ def test_the_python_mirror_names_a_missing_or_unreadable_file(bundle_dir, damage
         (bundle_dir / bundle.ENTRY).write_bytes(b"{")
     with pytest.raises(BrokenBundle, match="cannot be read|not JSON"):
         _python_search(bundle_dir)
+
+
+@pytest.mark.browser
+def test_a_query_over_2000_characters_is_refused_with_a_message(context, origin):
+    """As the CLI and MCP: the field takes at most 2,000 characters, and the module refuses a longer query
+    (100,000 characters overflowed the stack before)."""
+    tab = context.new_page()
+    tab.goto(f"{origin}/box.html")
+    assert tab.locator("input[role=combobox]").get_attribute("maxlength") == "2000"
+    said = tab.evaluate("""async (query) => { const m = await import('./v2/knowledge-search.js');
+        const index = await m.open(new URL('./v2/', location.href));
+        try { await index.search(query); return 'searched'; } catch (error) { return error.message; } }""",
+                        QUERY * 34_000)
+    assert said == "knowledge-search: a query is at most 2000 characters; this one has 102000", said
+
+
+def test_the_python_mirror_refuses_a_query_over_2000_characters(bundle_dir):
+    from knowledge_build.errors import QueryTooLong
+
+    assert _python_search(bundle_dir, (QUERY * 700)[:2000])
+    with pytest.raises(QueryTooLong):
+        _python_search(bundle_dir, (QUERY * 700)[:2001])

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import BrokenBundle
+from ..errors import BrokenBundle, QueryTooLong
 from .analysis import fold, query_terms, term_key
 from .bundle import ENTRY, FIELDS, file_name, fnv1a, safe_link
 from .verify import check_entry, checked, read_places, read_records, read_shard
@@ -90,7 +90,11 @@ class BrowserIndex:
         return scores
 
     def search(self, query: str, k: int = 5, type: str | None = None, level: str | None = None) -> list[BrowserResult]:
-        """The first `k` places, each led by its best row."""
+        """The first `k` places, each led by its best row; QueryTooLong over the CLI's MAX_QUERY_CHARS."""
+        from ..search.knowledge_index import MAX_QUERY_CHARS
+
+        if len(query) > MAX_QUERY_CHARS:
+            raise QueryTooLong(len(query), MAX_QUERY_CHARS)
         types = [t["value"] for t in self.entry["types"]]
         levels = [v["value"] for v in self.entry["levels"]]
         scores = self.scores(query)

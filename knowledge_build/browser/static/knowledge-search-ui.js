@@ -2,7 +2,7 @@
 // core module for results; without JavaScript the container simply stays empty. Result text is the
 // site's content: it is set as text, never parsed as HTML. No request leaves the site: the index
 // (data-bundle, else this module's folder) and this folder's stylesheet.
-import { open } from "./knowledge-search.js";
+import { MAX_QUERY, open } from "./knowledge-search.js";
 
 const DEBOUNCE_MS = 150;
 const SHOWN = 8;
@@ -71,7 +71,7 @@ function mount(container) {
     : new URL("./", import.meta.url);
   const input = el("input", { type: "search", class: "ks-input", role: "combobox", "aria-autocomplete": "list",
     "aria-expanded": "false", "aria-controls": `ks-list-${n}`, "aria-label": "サイト内検索",
-    placeholder: "サイト内を検索（例：たすきがけ）", autocomplete: "off", spellcheck: "false" });
+    placeholder: "サイト内を検索（例：たすきがけ）", autocomplete: "off", spellcheck: "false", maxlength: MAX_QUERY });
   const type = filter("種類", "すべての種類");
   const level = filter("レベル", "すべてのレベル");
   const status = el("p", { class: "ks-status", role: "status" });

@@ -137,6 +137,7 @@ function fnv1a(text) {
 export const FORMAT = "knowledge-search/2";
 const ENTRY = "knowledge-search.json", FIELDS = ["body", "reading", "title"], NAMES = { t: "bin", r: "json", p: "bin" };
 const MAX_ROWS = 2 ** 24, MAX_FILES = 1024;
+export const MAX_QUERY = 2000;  // characters, as the CLI and MCP
 const broken = (name, detail) => new Error(`knowledge-search: ${name} is broken (${detail}); the site's search `
   + "files were changed or partly copied: build the index again and deploy it");
 const isCount = (v, limit) => Number.isInteger(v) && v >= 0 && v <= limit;
@@ -328,6 +329,8 @@ export async function open(base) {
 
   async function search(query, { k = 8, type = null, level = null } = {}) {
     if (!query || !query.trim()) return [];
+    const n = [...query].length;
+    if (n > MAX_QUERY) throw new Error(`knowledge-search: a query is at most ${MAX_QUERY} characters; this one has ${n}`);
     const [{ found, body, reading }, info] = await Promise.all([scores(query), rowInfo()]);
     const typeCode = type === null ? null : entry.types.findIndex((t) => t.value === type);
     const levelCode = level === null ? null : entry.levels.findIndex((v) => v.value === level);
