@@ -10,7 +10,8 @@ test can see that an answer is grounded in the context it was sent. Modes:
 - "trickle": any POST (chat or embeddings) or GET (a web page) gets its headers at once (200, no
   Content-Length: the body ends with the connection), then one byte of body every `.interval` seconds (default 0.1) until the
   client hangs up or the server stops: each read gets a byte long before a read timeout, so only a
-  deadline for the whole request ends it.
+  deadline for the whole request ends it; "trickle-headers": the same, a byte at a time from the
+  status line on, so the headers never end.
 
     with ChatServer() as chat:
         ... base_url=chat.url ...
@@ -19,6 +20,7 @@ test can see that an answer is grounded in the context it was sent. Modes:
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -93,7 +95,7 @@ def _handler(chat: ChatServer):
             pass
 
         def do_GET(self):
-            if chat.mode != "trickle":
+            if not chat.mode.startswith("trickle"):
                 return self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             chat.paths.append(self.path)
             self._trickle("text/html; charset=utf-8")
@@ -106,7 +108,7 @@ def _handler(chat: ChatServer):
                 return self._send(400, {"error": {"message": "the body is not JSON", "type": "invalid_request_error"}})
             chat.requests.append(body)
             chat.paths.append(self.path)
-            if chat.mode == "trickle":
+            if chat.mode.startswith("trickle"):
                 return self._trickle()
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 return self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
@@ -125,12 +127,18 @@ def _handler(chat: ChatServer):
 
         def _trickle(self, content_type: str = "application/json") -> None:
             try:
-                self.send_response(200)
-                self.send_header("Content-Type", content_type)
-                self.end_headers()
-                self.wfile.flush()
-                while not chat._release.wait(chat.interval):
-                    self.wfile.write(b" ")  # JSON allows any amount of white space before the value
+                if chat.mode == "trickle-headers":
+                    stream = itertools.chain(b"HTTP/1.1 200 OK\r\nX-Trickle: ", itertools.repeat(ord("a")))
+                else:
+                    self.send_response(200)
+                    self.send_header("Content-Type", content_type)
+                    self.end_headers()
+                    self.wfile.flush()
+                    stream = itertools.repeat(ord(" "))  # JSON allows any amount of white space before a value
+                for byte in stream:
+                    if chat._release.wait(chat.interval):
+                        break
+                    self.wfile.write(bytes([byte]))
                     self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up: what a deadline is for

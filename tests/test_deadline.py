@@ -109,3 +109,27 @@ def test_the_crawler_ends_a_trickling_page_with_its_timeout(trickle):
     outcome = _within_guard(lambda: asyncio.run(Crawler(settings).fetch(page)))
     assert isinstance(outcome.get("error"), CrawlError), outcome
     assert outcome["error"].reason == f"timed out after {SECONDS} s"
+
+
+def _embedding_timeout(base_url: str):
+    from knowledge_build.embed.openai import EmbeddingRequestFailed, OpenAIEmbedder
+
+    embedder = OpenAIEmbedder(base_url=base_url, dimensions=8, timeout=float(SECONDS), max_retries=0)
+    outcome = _within_guard(lambda: embedder.embed_query("二次方程式"))
+    assert isinstance(outcome.get("error"), EmbeddingRequestFailed), outcome
+    assert f"did not answer in {SECONDS} s (after 0 retries)" in str(outcome["error"])
+
+
+def test_a_server_trickling_its_headers_is_cut_off_too():
+    with ChatServer(mode="trickle-headers") as server:
+        _embedding_timeout(server.url)
+        assert server.paths == ["/v1/embeddings"]
+
+
+def test_a_trickling_proxy_from_the_environment_is_cut_off_too(trickle, monkeypatch):
+    for name in ("HTTP_PROXY", "http_proxy"):  # the request goes through it
+        monkeypatch.setenv(name, trickle.url.removesuffix("/v1"))
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    _embedding_timeout("http://embeddings.invalid/v1")
+    assert trickle.paths == ["http://embeddings.invalid/v1/embeddings"]
