@@ -21,17 +21,33 @@ from contextvars import ContextVar
 # hook, read by the streams. Per thread: the embedder sends several requests at once from a pool.
 _DEADLINE: ContextVar[float | None] = ContextVar("knowledge_build_http_deadline", default=None)
 _CORE = {"httpx": "httpcore", "httpx2": "httpcore2"}  # the connection library under each client library
+_CLOSING: dict[type, type] = {}
 
 
 def openai_http_client(openai_module):
     """An http_client for openai.OpenAI(...): the SDK's default client (its own limits, redirects and
     proxies from the environment), each of whose requests ends within its timeout."""
-    client = openai_module.DefaultHttpxClient(event_hooks={"request": [start_clock]})
+    client = _closing_class(openai_module.DefaultHttpxClient)(event_hooks={"request": [start_clock]})
     core = _core_of(client)
     for transport in [client._transport, *client._mounts.values()]:  # the direct one, then proxies'
         if transport is not None:
             _bound(transport, core)
     return client
+
+
+def _closing_class(base) -> type:
+    """`base`, closing its connections when dropped, as the SDK's own client does (an `ask` per Slack
+    question makes a client and lets it go)."""
+    if base not in _CLOSING:
+        class Closing(base):
+            def __del__(self):
+                try:
+                    self.close()
+                except Exception:  # noqa: BLE001  (at interpreter exit, anything may be gone)
+                    pass
+
+        _CLOSING[base] = Closing
+    return _CLOSING[base]
 
 
 def start_clock(request) -> None:
