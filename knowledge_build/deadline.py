@@ -17,6 +17,8 @@ import importlib
 import time
 from contextvars import ContextVar
 
+from .errors import KnowledgeBuildError
+
 # The deadline (time.monotonic()) of the request this thread is sending or reading: set by the request
 # hook, read by the streams. Per thread: the embedder sends several requests at once from a pool.
 _DEADLINE: ContextVar[float | None] = ContextVar("knowledge_build_http_deadline", default=None)
@@ -62,8 +64,9 @@ def _core_of(client):
         root = cls.__module__.split(".")[0]
         if root in _CORE:
             return importlib.import_module(_CORE[root])
-    raise RuntimeError(f"the openai SDK's HTTP client ({type(client).__module__}) is neither httpx nor httpx2; "
-                       "no deadline can be put on its requests. Fix: install the openai version in pyproject.toml.")
+    raise KnowledgeBuildError(f"the openai SDK's HTTP client ({type(client).__module__}) is neither httpx nor "
+                              "httpx2; no deadline can be put on its requests. Fix: install the openai version in "
+                              "pyproject.toml.")
 
 
 def _bound(transport, core) -> None:
@@ -71,8 +74,8 @@ def _bound(transport, core) -> None:
     # httpcore 1.x, httpx2 with httpcore2; web/urls.py relies on the same). test_deadline sees a change.
     pool = getattr(transport, "_pool", None)
     if pool is None or not hasattr(pool, "_network_backend"):
-        raise RuntimeError(f"this {type(transport).__module__} has no connection pool to put a deadline on. "
-                           "Fix: install the httpx / openai versions in pyproject.toml.")
+        raise KnowledgeBuildError(f"this {type(transport).__module__} has no connection pool to put a deadline "
+                                  "on. Fix: install the httpx / openai versions in pyproject.toml.")
     if not isinstance(pool._network_backend, _backend_class(core)):
         pool._network_backend = _backend_class(core)(pool._network_backend)
 

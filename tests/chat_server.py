@@ -8,10 +8,10 @@ test can see that an answer is grounded in the context it was sent. Modes:
 - "not-json": 200 `application/json` whose body is not JSON (a proxy's HTML page, say);
 - "slow": waits `.delay` seconds (default 30) before answering, to run past a client's timeout;
 - "trickle": any POST (chat or embeddings) or GET (a web page) gets its headers at once (200, no
-  Content-Length: the body ends with the connection), then one byte of body every `.interval` seconds (default 0.1) until the
-  client hangs up or the server stops: each read gets a byte long before a read timeout, so only a
-  deadline for the whole request ends it; "trickle-headers": the same, a byte at a time from the
-  status line on, so the headers never end.
+  Content-Length: the body ends with the connection), then one byte of body every `.interval`
+  seconds (default 0.1) until the client hangs up or the server stops: each read gets a byte long
+  before a read timeout, so only a deadline for the whole request ends it;
+- "trickle-headers": the same, a byte at a time from the status line on, so the headers never end.
 
     with ChatServer() as chat:
         ... base_url=chat.url ...

@@ -91,7 +91,8 @@ def test_the_embedder_ends_with_the_timeout_error_when_the_server_trickles_bytes
                                      "KB_EMBEDDING_TIMEOUT.")
 
 
-def test_the_slack_app_answers_the_timeout_error_when_the_chat_server_trickles_bytes(trickle, tmp_path, slack):  # noqa: F811
+def test_the_slack_app_answers_the_timeout_error_when_the_chat_server_trickles_bytes(
+        trickle, tmp_path, slack):  # noqa: F811  (the fixture imported above)
     app = slack(_config(tmp_path, chat_base_url=trickle.url, chat_timeout=float(SECONDS), rag_enabled=False))
     ts, status = app.mention("三平方の定理とは？")
     posts = app.api.wait_for_posts(1)  # bounded by KB_TEST_TIMEOUT: a hang fails here
