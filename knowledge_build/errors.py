@@ -66,6 +66,26 @@ class BuildFailed(KnowledgeBuildError):
         )
 
 
+class SiteSettingsBroken(KnowledgeBuildError):
+    """The site's own settings (_config.yml, _data/*.yml) have errors: what they decide (baseurl, exclude)
+    is unknown, so nothing is written from them."""
+
+    def __init__(self, diagnostics):
+        self.diagnostics = [d for d in diagnostics if d.severity == "error"]
+        lines = "\n".join(d.format() for d in self.diagnostics)
+        super().__init__(f"{len(self.diagnostics)} error(s) in the site's settings; nothing was written:\n{lines}")
+
+
+SETTINGS_RULES = frozenset({"config-yaml"})  # diagnostics on the site's own settings file
+
+
+def refuse_broken_settings(diagnostics) -> None:
+    """Raise SiteSettingsBroken when an error is on the site's settings file."""
+    errors = [d for d in diagnostics if d.severity == "error" and d.rule in SETTINGS_RULES]
+    if errors:
+        raise SiteSettingsBroken(errors)
+
+
 class ArtifactError(KnowledgeBuildError):
     """An artifact set cannot be trusted or used."""
 

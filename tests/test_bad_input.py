@@ -106,3 +106,49 @@ def test_broken_config_and_learns_yaml_are_errors_on_their_line(tmp_path):
     diagnostics = {d.rule: d for d in extract(load_config(site=root, env={})).diagnostics}
     assert diagnostics["config-yaml"].severity == "error" and diagnostics["config-yaml"].line >= 2
     assert "must map material -> anchor -> list of items" in diagnostics["learns-yaml"].message
+
+
+def test_a_huge_box_is_embedded_from_its_first_characters_with_a_warning_on_its_line(tmp_path, fake_embedder):
+    from knowledge_build.model import MAX_EMBED_CHARS
+
+    lengths = []
+    embed = fake_embedder.embed_documents
+    fake_embedder.embed_documents = lambda texts: (lengths.extend(map(len, texts)), embed(texts))[1]
+
+    # 5 MB in one box: the local model's time grows with the text, so embedding it whole took hours.
+    huge = '---\ntitle: 大きい\n---\n<div class="rule-box" id="rule-big"><strong>長い規則</strong><p>' + "長い文。" * 1_300_000
+    root = _site(tmp_path, {"good.html": GOOD, "big.html": huge + "</p></div>\n"})
+    result = build(load_config(site=root, env={}, cache_dir=tmp_path / "cache"), embedder=fake_embedder)
+    (warning,) = [d for d in result.diagnostics if d.rule == "long-chunk"]
+    assert warning.severity == "warning" and warning.path.endswith("big.html") and warning.line == 4
+    assert "5,200,005 characters long: its embedding reads the first 8,000" in warning.message
+    big = next(c for c in result.chunks if c.id == "big#rule-big")
+    assert len(big.content) > 5_000_000 and len(big.embed_text) == MAX_EMBED_CHARS
+    assert max(lengths) == MAX_EMBED_CHARS
+    assert not [d for d in result.diagnostics if d.rule == "long-chunk" and "good.html" in d.path]
+
+
+def test_suggest_ids_and_install_search_refuse_a_site_whose_config_is_broken(tmp_path):
+    root = _site(tmp_path, {"raw.html": '---\ntitle: t\n---\n<div class="rule-box"><strong>解の公式</strong>本文</div>\n'})
+    (root / "_config.yml").write_text("baseurl: [unclosed\n", encoding="utf-8")
+    before = (root / "raw.html").read_bytes()
+    for args in (["suggest-ids", "--site", str(root), "--write"], ["install-search", "--site", str(root)]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 1, result.output
+        assert "1 error(s) in the site's settings; nothing was written" in result.output
+        assert "_config.yml:2:1: error: [config-yaml] not valid YAML" in result.output
+    assert (root / "raw.html").read_bytes() == before and not (root / "_includes").exists()
+
+
+def test_report_with_a_broken_index_given_writes_the_report_and_exits_non_zero(tmp_path):
+    root = _site(tmp_path, {"good.html": GOOD})
+    broken = tmp_path / "index"
+    broken.mkdir()
+    (broken / "manifest.json").write_text("{not json", encoding="utf-8")
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", "--site", str(root), "--index", str(broken), "--out", str(out)])
+    assert result.exit_code == 1 and out.is_file()
+    assert f"wrote {out}, but the artifact set given cannot be read: manifest.json in" in result.output
+    # Without --index, a site never built is no error: the report says there is no set yet.
+    result = CliRunner().invoke(main, ["report", "--site", str(root), "--out", str(out)])
+    assert result.exit_code == 0, result.output

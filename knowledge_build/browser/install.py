@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from ..errors import ConfigError, KnowledgeBuildError
+from ..errors import ConfigError, KnowledgeBuildError, refuse_broken_settings
 from ..fsutil import atomic_write
 
 INCLUDE_NAME = "knowledge_search.html"
@@ -61,6 +61,7 @@ def install_search(config, snippet_only: bool = False, force: bool = False) -> S
         raise ConfigError("no site given. Provide a --site flag, a KB_SITE environment variable, "
                           "or a 'site' key in knowledge.yml.")
     site = open_site(config.site, baseurl=config.baseurl, data=False)
+    refuse_broken_settings(site.diagnostics)  # a wrong baseurl would point the box at nothing
     bundle_url = f"{site.baseurl}/{_set_path(site, config)}/"
     found = SearchBoxInstall(site.generator, bundle_url, snippet(bundle_url))
     if snippet_only or site.generator != "jekyll" or site.source_root is None:

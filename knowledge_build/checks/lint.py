@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..config import Config
 from ..diagnostics import Diagnostic, printable
+from ..errors import refuse_broken_settings
 from ..html.tags import Tag, box_class, locate_tags
 from ..kinds import ALLOWED_PREFIXES, ID_PATTERN, KNOWLEDGE_ID
 from ..pipeline import Extraction, extract
@@ -208,6 +209,7 @@ def plans_for(config: Config, paths=()) -> list[PagePlan]:
     if config.site is None and paths:
         config = config.with_overrides(site=_site_root(Path(paths[0])))
     extraction = extract(config)
+    refuse_broken_settings(extraction.diagnostics)  # its exclude list decides which files may be written
     wanted = [Path(p).resolve() for p in paths]
     pages = [p for p in extraction.pages
              if not wanted or any(p.path.resolve() == w or p.path.resolve().is_relative_to(w) for w in wanted)]

@@ -356,8 +356,13 @@ def report(site, index_dir, out, sections, fmt):
     without ids, heuristic learns and findings, with the index's version and embedder."""
     from ..checks.report import coverage, write_report
 
-    data = coverage(kb.load_config(site=site, index=index_dir, sections=sections))
+    config = kb.load_config(site=site, index=index_dir, sections=sections)
+    data = coverage(config)
     write_report(data, out)
+    problem = (data.get("index") or {}).get("problem")
+    if problem and config.index is not None:
+        # The set the user named is unusable: the report says so too, but a CI job must not pass on it.
+        raise click.ClickException(f"wrote {out}, but the artifact set given cannot be read: {problem}")
     if fmt == "json":
         click.echo(json.dumps({**data["totals"], "out": str(out)}, ensure_ascii=False, indent=2))
         return
