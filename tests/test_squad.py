@@ -1,7 +1,9 @@
 """convert-squad: SQuAD-format data becomes pages and labelled queries that build and eval take."""
 
 import json
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from knowledge_build import extract, load_config
@@ -48,3 +50,26 @@ def test_converted_set_keeps_each_paragraph_text_by_chunk_id_for_the_plain_basel
                                "a0002#rule-p1": "台風は熱帯低気圧である。"}
     chunks = {c.id: c for c in extract(load_config(site=converted.site, env={})).chunks}
     assert all(chunks[i].embed_text.endswith(text) for i, text in converted.texts.items())
+
+
+@pytest.mark.parametrize("data", [{"data": [1]}, {"data": [{"paragraphs": [{"qas": []}]}]},
+                                  {"data": [{"paragraphs": [{"context": "本文", "qas": [{"question": "何"}]}]}]}])
+def test_malformed_squad_is_one_error_line_and_writes_nothing(tmp_path, data):
+    source = tmp_path / "bad.json"
+    source.write_text(json.dumps(data), encoding="utf-8")
+    result = CliRunner().invoke(main, ["convert-squad", str(source), "--output", str(tmp_path / "out")])
+    assert result.exit_code == 1 and "is not SQuAD-format JSON: an article, paragraph or question lacks" in result.output
+    assert not (tmp_path / "out").exists() and "Traceback" not in result.output
+
+
+def test_convert_squad_into_a_file_or_proc_is_one_error_line(tmp_path):
+    source = tmp_path / "ok.json"
+    source.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"context": "本文。", "qas": []}]}]}),
+                      encoding="utf-8")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("keep me\n", encoding="utf-8")
+    for output in (a_file, Path("/proc/knowledge-build-test")):
+        result = CliRunner().invoke(main, ["convert-squad", str(source), "--output", str(output)])
+        assert result.exit_code == 1 and "cannot write the converted set into" in result.output, result.output
+        assert "Fix: give --output a new or empty folder" in result.output
+    assert a_file.read_text(encoding="utf-8") == "keep me\n"

@@ -30,10 +30,21 @@ def convert_squad(source: Path, output: Path, limit: int | None = None) -> Conve
         data = json.loads(Path(source).read_text(encoding="utf-8"))["data"]
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
         raise KnowledgeBuildError(f"{source} is not SQuAD-format JSON with a 'data' list ({exc})") from exc
-    site = Path(output) / "site"
-    (site / "articles").mkdir(parents=True, exist_ok=True)
-    (site / "_config.yml").write_text('title: SQuAD retrieval set\nbaseurl: ""\n', encoding="utf-8")
-    lines, paragraphs, texts = [], 0, {}
+    try:
+        return _write_set(data, Path(output), limit)
+    except OSError as exc:
+        raise KnowledgeBuildError(f"cannot write the converted set into {output}: {exc.strerror or exc}. "
+                                  "Fix: give --output a new or empty folder that can be created and written") from exc
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise KnowledgeBuildError(f"{source} is not SQuAD-format JSON: an article, paragraph or question lacks "
+                                  f"a field or has the wrong type ({type(exc).__name__}: {exc}). Fix: give a file in "
+                                  "the SQuAD v1.1/v2.0 layout (data > paragraphs > context, qas > id, question)") from exc
+
+
+def _write_set(data, output: Path, limit: int | None) -> ConvertedSet:
+    """Every page made in memory first: malformed data writes nothing."""
+    site = output / "site"
+    lines, paragraphs, texts, pages = [], 0, {}, {}
     for number, article in enumerate(data[:limit], start=1):
         material = f"a{number:04d}"
         title = str(article.get("title") or material)
@@ -51,8 +62,11 @@ def convert_squad(source: Path, output: Path, limit: int | None = None) -> Conve
                 lines.append(json.dumps({"qid": qa["id"], "query": qa["question"], "relevant": [f"{material}#{anchor}"],
                                          "kind": "question"}, ensure_ascii=False))
         front = json.dumps(title, ensure_ascii=False)
-        (site / "articles" / f"{material}.html").write_text(f"---\ntitle: {front}\n---\n" + "".join(boxes),
-                                                            encoding="utf-8")
-    queries = Path(output) / "queries.jsonl"
+        pages[f"{material}.html"] = f"---\ntitle: {front}\n---\n" + "".join(boxes)
+    (site / "articles").mkdir(parents=True, exist_ok=True)
+    (site / "_config.yml").write_text('title: SQuAD retrieval set\nbaseurl: ""\n', encoding="utf-8")
+    for name, text in pages.items():
+        (site / "articles" / name).write_text(text, encoding="utf-8")
+    queries = output / "queries.jsonl"
     queries.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return ConvertedSet(site, queries, min(len(data), limit or len(data)), paragraphs, len(lines), texts)
