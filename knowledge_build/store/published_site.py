@@ -14,7 +14,7 @@ import json
 from dataclasses import asdict, dataclass
 from urllib.parse import urlsplit
 
-from .postgres import DatabaseError
+from ..errors import KnowledgeBuildError
 
 META_KEY = "site"
 _SHOWN_PAGES = 3  # pages named for a database that recorded no site
@@ -72,7 +72,7 @@ class PublishedSite:
         return f"“{self.name}”" if self.name else self.address or "this site"
 
 
-class AnotherSite(DatabaseError):
+class AnotherSite(KnowledgeBuildError):
     """The database holds another site's chunks, which publishing this set would delete."""
 
     def __init__(self, held: PublishedSite | None, incoming: PublishedSite, held_text: str):
