@@ -537,7 +537,8 @@ def main() -> int:
     args_parser = parser(__doc__)
     args_parser.add_argument("--work", type=Path, help="Working directory (default: a temporary one, removed).")
     args_parser.add_argument("--timeout", type=float, default=120.0, help="Seconds before a run counts as a hang.")
-    args_parser.add_argument("--only", default="*", help="Run only cases whose name matches this glob.")
+    args_parser.add_argument("--only", default="*", help="Run only cases whose name matches one of these globs "
+                             "(comma-separated), e.g. 'search/*,serve-stdio/*'.")
     args_parser.add_argument("--format", choices=("text", "json"), default="text")
     options = args_parser.parse_args()
     work = options.work or Path(tempfile.mkdtemp(prefix="kb-hostile-"))
@@ -557,7 +558,7 @@ def main() -> int:
                  + config_cases(base, work) + mcp_cases(base))
         for case in cases:
             case.args = [a.replace("{busy}", str(busy.getsockname()[1])) for a in case.args]
-        cases = [c for c in cases if fnmatch.fnmatch(c.name, options.only)]
+        cases = [c for c in cases if any(fnmatch.fnmatch(c.name, glob) for glob in options.only.split(","))]
         outcomes = []
         for number, case in enumerate(cases, 1):
             outcome = run_case(case, env, options.timeout)
