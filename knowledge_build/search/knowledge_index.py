@@ -30,6 +30,8 @@ from .relevance import lexical_coverage, relevances
 MODES = ("hybrid", "dense", "lexical")
 # A question, not a document: longer queries are refused (QueryTooLong) before any work is done.
 MAX_QUERY_CHARS = 2_000
+# The most rows one call of the database's hybrid RPC returns (migration 009 refuses more).
+MAX_MATCH_COUNT = 200
 # How many of the chunks that hold a kana term are read for the way the site writes it (_surface_of).
 SURFACE_ROWS = 20
 log = logging.getLogger("knowledge_build.search")
@@ -180,6 +182,9 @@ class KnowledgeIndex:
             return None
         if not np.all(np.isfinite(vector)):
             log.warning("the query embedder returned NaN or infinite values; answering from the lexical channel only")
+            return None
+        if not np.any(vector):  # no direction: its cosine with every chunk is undefined (the database read it as 1)
+            log.warning("the query embedder returned a zero vector; answering from the lexical channel only")
             return None
         return vector
 

@@ -25,10 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import KnowledgeBuildError, MissingExtra
-from ..search.knowledge_index import KnowledgeIndex, SearchResult
+from ..search.knowledge_index import MAX_MATCH_COUNT, KnowledgeIndex, SearchResult
 
 log = logging.getLogger("knowledge_build.service")
-HYBRID_DEPTH_CAP = 200  # the most rows one hybrid RPC call is asked for
+HYBRID_DEPTH_CAP = MAX_MATCH_COUNT  # the most rows one hybrid RPC call is asked for (the RPC refuses more)
 _NO_HYBRID = object()  # the database answered but has no hybrid RPC (published by an older version)
 
 

@@ -56,3 +56,26 @@ def fts_match(tokens: dict) -> str:
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+# The roles a hosted Postgres (Supabase) gives its public API keys. Its default privileges grant them
+# every right on each new table and sequence, and row-level security does not hold TRUNCATE back.
+HOSTED_ROLES = ("anon", "authenticated")
+
+
+def revoke_hosted_roles(conn, tables: tuple[str, ...], sequences: tuple[str, ...] = ()) -> None:
+    """Take every right on the store's own tables (and the sequences they own, and `sequences`) from
+    the hosted roles that exist: the notes and sources are the tutor's own, not the public's
+    (migration 009 does the same for the published tables). `conn` is inside the schema transaction."""
+    roles = [row[0] for row in conn.execute("select rolname from pg_roles where rolname = any(%s) order by 1",
+                                            (list(HOSTED_ROLES),))]
+    if not roles:
+        return
+    owned = [row[0] for row in conn.execute(
+        "select s.relname from pg_depend d join pg_class s on s.oid = d.objid where d.classid = 'pg_class'::regclass"
+        " and s.relkind = 'S' and d.refobjid = any(select to_regclass(t) from unnest(%s::text[]) t)", (list(tables),))]
+    who = ", ".join(roles)  # names from HOSTED_ROLES, never from input
+    for table in tables:
+        conn.execute(f"revoke all on table {table} from {who}")
+    for sequence in (*owned, *sequences):
+        conn.execute(f'revoke all on sequence "{sequence}" from {who}')

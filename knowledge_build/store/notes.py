@@ -21,7 +21,7 @@ from ..search.knowledge_index import check_query
 from ..search.ranking import SearchSettings, fuse
 from ..text.ja import analyze, analyze_query, nfkc
 from ..text.windows import split_text
-from .common import NotesUnavailable, NotFound, utc_now
+from .common import NotesUnavailable, NotFound, revoke_hosted_roles, utc_now
 from .sqlite_transaction import sqlite_transaction
 
 _SCHEMA = [
@@ -108,6 +108,7 @@ class NoteStore:
                 # Notes are the tutor's own: no policy, so Supabase's anon/authenticated roles see nothing.
                 for table in ("knowledge_notes", "knowledge_documents"):
                     self._conn.execute(f"alter table {table} enable row level security")
+                revoke_hosted_roles(self._conn, ("knowledge_notes", "knowledge_documents"))
                 self._index.setup(self._conn)
         else:
             self._index = SqliteNotesIndex(dim, self.settings, vec=False)

@@ -46,12 +46,15 @@ def connect(url: str, connect_timeout: float = 5.0, statement_timeout_ms: int | 
 
 def migration_sql(dim: int) -> list[tuple[str, str]]:
     """(version, SQL) of every shipped migration, in order, with the vector dimension filled in."""
+    from ..search.knowledge_index import MAX_MATCH_COUNT, MAX_QUERY_CHARS
     from ..search.ranking import SearchSettings
     from .lexical import sql_tokens
 
     folder = resources.files("knowledge_build.store").joinpath("migrations")
     files = sorted((f.name, f.read_text(encoding="utf-8")) for f in folder.iterdir() if f.name.endswith(".sql"))
-    tokens = {DIM_TOKEN: str(int(dim)), **sql_tokens(SearchSettings())}
+    # The public functions' input limits are the CLI's (migration 009): the same constants, rendered.
+    tokens = {DIM_TOKEN: str(int(dim)), "__MAX_QUERY_CHARS__": str(int(MAX_QUERY_CHARS)),
+              "__MAX_MATCH_COUNT__": str(int(MAX_MATCH_COUNT)), **sql_tokens(SearchSettings())}
     out = []
     for name, text in files:
         for token, value in tokens.items():
@@ -247,13 +250,28 @@ def _upsert(conn, source, rows: list[int], progress: bool) -> None:
 # --- reads ---------------------------------------------------------------------------------
 
 
+class InvalidQueryVector(KnowledgeBuildError):
+    """A query vector that matches nothing: zero (no direction) or with NaN or infinite values."""
+
+
+def query_vector(vector) -> np.ndarray:
+    """The vector as float32; InvalidQueryVector when it is zero or not finite (migration 009 refuses
+    it too: the cosine of a zero vector would read as a perfect match for every chunk)."""
+    vector = np.asarray(vector, dtype=np.float32)
+    if not np.all(np.isfinite(vector)) or not np.any(vector):
+        raise InvalidQueryVector("the query vector is zero or holds NaN or infinite values, so it matches nothing. "
+                                 "Fix: check the query embedder (a failed call must not give a vector), or search "
+                                 "without one (the lexical channel alone)")
+    return vector
+
+
 def dense_search(conn, vector: np.ndarray, count: int, category=None, type=None, material=None,
                  level=None) -> list[tuple]:
     """(id, similarity, url, title, learns, excerpt, type, material, anchor) rows from the RPC."""
     return conn.execute(
         "select id, similarity, url, title, learns, excerpt, type, material, anchor"
         " from search_knowledge(%s, %s, null, %s, %s, %s, %s)",
-        (np.asarray(vector, dtype=np.float32), count, category, type, material, level)).fetchall()
+        (query_vector(vector), count, category, type, material, level)).fetchall()
 
 
 def hybrid_search(conn, query: str, vector: np.ndarray | None, count: int, min_similarity: float | None = None,
@@ -264,7 +282,7 @@ def hybrid_search(conn, query: str, vector: np.ndarray | None, count: int, min_s
         "select id, score, similarity, relevance from search_knowledge(query_text => %s, query_embedding => %s,"
         " match_count => %s, match_threshold => %s, filter_category => %s, filter_type => %s,"
         " filter_material => %s, filter_level => %s)",
-        (query, None if vector is None else np.asarray(vector, dtype=np.float32), count, min_similarity,
+        (query, None if vector is None else query_vector(vector), count, min_similarity,
          category, type, material, level)).fetchall()
 
 

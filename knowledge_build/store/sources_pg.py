@@ -11,7 +11,7 @@ import threading
 import numpy as np
 
 from ..search.ranking import SearchSettings
-from .common import SourcesUnavailable, utc_now
+from .common import SourcesUnavailable, revoke_hosted_roles, utc_now
 from .source_relevance import StoreStatistics
 
 # Field -> (lexeme mark, tsvector weight class); ts_rank's weights are given as {D, C, B, A}.
@@ -77,6 +77,8 @@ class PostgresSources:
             self._conn.execute("select pg_advisory_xact_lock(7305014)")  # one schema creator at a time
             for statement in _schema(dim):
                 self._conn.execute(statement)
+            revoke_hosted_roles(self._conn, ("knowledge_sources", "knowledge_source_chunks"),
+                                ("knowledge_source_generation",))
             row = self._conn.execute("select a.atttypmod from pg_attribute a where a.attrelid ="
                                      " to_regclass('knowledge_source_chunks') and a.attname = 'embedding'").fetchone()
         from pgvector.psycopg import register_vector
