@@ -32,6 +32,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from harness import REPO, parser
 
@@ -64,6 +65,7 @@ class Case:
     protect: list[Path] = field(default_factory=list)  # must be byte-identical after a failed run
     stdout_has: str | None = None  # the output must contain this (else: silent wrong)
     cwd: Path | None = None
+    after: Callable[[], str | None] | None = None  # after the run: what the user lost, or None
 
 
 @dataclass
@@ -470,6 +472,60 @@ def network_cases(base, work, trickle: Trickle, garbage: Garbage) -> list[Case]:
     return cases
 
 
+PAGES_OTHER = {
+    "hiritsu.html": ("比と割合", "hiritsu", "もとにする量と比べる量から割合を求める"),
+    "kakuritsu.html": ("確率", "kakuritsu", "起こりうる場合の数で割って確率を求める"),
+}
+
+
+def database_cases(base, work, env) -> tuple[list[Case], Callable[[], None]]:
+    """Publish the harness's set into a local database (`db start`), then try to replace it with another
+    site's set and to search with oversized queries; the first site must still answer afterwards."""
+    data_dir = work / "db"
+    started = subprocess.run([*KB, "db", "start", "--data-dir", str(data_dir)], env=env, capture_output=True,
+                             text=True, timeout=300)
+    stop = lambda: subprocess.run([*KB, "db", "stop", "--data-dir", str(data_dir)], env=env,  # noqa: E731
+                                  capture_output=True, timeout=120)
+    if started.returncode != 0:
+        print(f"database cases not run: db start failed: {started.stderr.strip()[-500:]}", file=sys.stderr)
+        return [], lambda: None
+    url = started.stdout.strip().splitlines()[-1]
+    subprocess.run([*KB, "publish", "--index", str(base["index"]), "--database-url", url, "--no-progress"],
+                   env=env, capture_output=True, text=True, timeout=600, check=True)
+    other = work / "other-site"
+    other.mkdir()
+    (other / "_config.yml").write_text('title: 別のサイト\nbaseurl: "/other"\n', encoding="utf-8")
+    for name, (title, slug, body) in PAGES_OTHER.items():
+        (other / name).write_text(PAGE.format(title=title, slug=slug, body=body), encoding="utf-8")
+    other_index = work / "other-index"
+    subprocess.run([*KB, "build", "--site", str(other), "--output", str(other_index), "--no-progress"],
+                   env=env, capture_output=True, text=True, timeout=900, check=True)
+
+    def first_site_answers() -> str | None:
+        found = subprocess.run([*KB, "search", "連立方程式の解き方", "--database-url", url, "--index",
+                                str(base["index"]), "--format", "json"], env=env, capture_output=True, text=True,
+                               timeout=300)
+        results = json.loads(found.stdout or "{}").get("results", []) if found.returncode == 0 else []
+        if not any("renritsu" in r["id"] and r["source"] == "database" for r in results):
+            return "the first site's chunks are no longer in the database"
+        return None
+
+    cases = [
+        Case("database/publish-another-site", ["publish", "--index", str(other_index), "--database-url", url,
+                                               "--no-progress"], after=first_site_answers),
+        Case("database/publish-another-site-dry-run", ["publish", "--index", str(other_index), "--dry-run",
+                                                       "--database-url", url], after=first_site_answers),
+        Case("database/search-90-KB", ["search", "数" * 30_000, "--database-url", url, "--index",
+                                       str(base["index"])]),
+        Case("database/search-good", ["search", "連立方程式の解き方", "--database-url", url, "--index",
+                                      str(base["index"]), "--format", "json"], expect="ok",
+             stdout_has='"source": "database"'),
+        Case("database/publish-same-site-again", ["publish", "--index", str(base["index"]), "--database-url", url,
+                                                  "--no-progress"], expect="ok", after=first_site_answers),
+    ]
+    return cases, stop
+
+
 def config_cases(base, work) -> list[Case]:
     index = str(base["index"])
     bad_yml = work / "cases" / "cwd-bad-config"
@@ -522,6 +578,8 @@ def run_case(case: Case, env: dict[str, str], timeout: float) -> Outcome:
         verdict = "traceback"
     elif any(tree_digest(p) != digest for p, digest in before.items()) and run.returncode != 0:
         verdict = "data-loss"
+    elif case.after is not None and (lost := case.after()):
+        verdict, said = "data-loss", lost
     elif run.returncode != 0 and not any("error" in line.lower() for line in stderr_lines):
         verdict = "unclear"
     elif case.expect == "refuse" and run.returncode == 0:
@@ -547,6 +605,7 @@ def main() -> int:
     env.pop("KB_INDEX", None)
     env.pop("KB_DATABASE_URL", None)
     trickle, garbage = Trickle(), Garbage()
+    stop_database = lambda: None  # noqa: E731
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
     busy.listen(1)
@@ -556,6 +615,9 @@ def main() -> int:
         cases = (search_cases(base, work, variants) + site_cases(base, work) + output_cases(base, work)
                  + data_file_cases(base, work) + network_cases(base, work, trickle, garbage)
                  + config_cases(base, work) + mcp_cases(base))
+        if any(glob == "*" or glob.startswith("database") for glob in options.only.split(",")):
+            database, stop_database = database_cases(base, work, env)
+            cases += database
         for case in cases:
             case.args = [a.replace("{busy}", str(busy.getsockname()[1])) for a in case.args]
         cases = [c for c in cases if any(fnmatch.fnmatch(c.name, glob) for glob in options.only.split(","))]
@@ -566,6 +628,7 @@ def main() -> int:
             print(f"[{number}/{len(cases)}] {outcome.verdict:12} {case.name} (exit {outcome.exit}, "
                   f"{outcome.seconds:.1f} s) {outcome.line}", file=sys.stderr, flush=True)
     finally:
+        stop_database()
         trickle.close()
         garbage.close()
         busy.close()
