@@ -204,3 +204,41 @@ def test_the_readme_states_the_limits_the_database_checks():
     assert f"a `query_text` over {MAX_QUERY_CHARS:,} characters" in readme
     assert f"a hybrid `match_count` over {MAX_MATCH_COUNT}" in readme
     assert f"the limit is {MAX_QUERY_CHARS:,}. …" in readme
+
+
+MEGABYTE = ("たすきがけ tasukigake " * 60_000)[:1_000_000]
+# Each function of the tool the public roles may call, with a 1 MB argument where it takes text: each
+# is refused by its input check (22023) or does bounded work (an equality or a linear pass).
+CALLS = {
+    "search_knowledge(text,vector,integer,double precision,text,text,text,text)":
+        "select count(*) from search_knowledge(query_text => 'x', filter_category => %(big)s)",
+    "search_knowledge(vector,integer,double precision,text,text,text,text)":
+        f"select count(*) from search_knowledge('{VECTOR}'::vector, 5, null, %(big)s, %(big)s, %(big)s, %(big)s)",
+    "get_chunk_by_id(text)": "select count(*) from get_chunk_by_id(%(big)s)",
+    "list_concepts(text,text)": "select count(*) from list_concepts(%(big)s, %(big)s)",
+    "knowledge_cut(text)": "select length(knowledge_cut(%(big)s))",
+    "knowledge_fold(text)": "select length(knowledge_fold(%(big)s))",
+    "knowledge_bigrams(text)": "select count(*) from knowledge_bigrams(%(big)s)",
+    "knowledge_romaji(text)": "select knowledge_romaji(%(big)s)",
+    "knowledge_query_terms(text)": "select count(*) from knowledge_query_terms(%(big)s)",
+    "knowledge_passes(knowledge_chunks,text,text,text,text)":
+        "select count(*) from knowledge_chunks c where knowledge_passes(c, %(big)s, null, null, null)",
+    "knowledge_checked_query(text)": "select length(knowledge_checked_query(%(big)s))",
+    "knowledge_checked_count(integer)": "select knowledge_checked_count(2147483647)",
+    "knowledge_checked_embedding(vector)": f"select knowledge_checked_embedding('{ZERO}'::vector)",
+}
+
+
+def test_every_function_the_public_roles_may_call_answers_a_megabyte_within_a_one_second_timeout(used_db):
+    with psycopg.connect(used_db, autocommit=True) as conn:
+        callable_ = {row[0] for row in conn.execute(
+            "select p.oid::regprocedure::text from pg_proc p where p.pronamespace = 'public'::regnamespace"
+            " and (p.proname like 'knowledge\\_%' or p.proname in ('search_knowledge', 'get_chunk_by_id',"
+            " 'list_concepts')) and has_function_privilege('anon', p.oid, 'execute')")}
+    assert callable_ == set(CALLS)
+    with _as_anon(used_db) as conn:
+        for function, call in CALLS.items():
+            try:
+                conn.execute(call, {"big": MEGABYTE}).fetchall()
+            except psycopg.errors.InvalidParameterValue as refused:
+                assert "the limit is" in str(refused) or "zero or non-finite" in str(refused), function
