@@ -117,11 +117,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start_http(index_dir, tmp_path, *extra):
+def _start_http(index_dir, tmp_path, *extra, **popen):
     port = _free_port()
     process = subprocess.Popen([sys.executable, FAKE_CLI, "serve", "--index", str(index_dir), "--notes",
                                 str(tmp_path / "notes.sqlite"), "--transport", "http", "--port", str(port), *extra],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                               stdout=subprocess.DEVNULL, **{"stderr": subprocess.PIPE, **popen})
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + TIMEOUT
     while True:
@@ -131,7 +131,7 @@ def _start_http(index_dir, tmp_path, *extra):
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
                 process.kill()
-                pytest.fail(f"server did not start: {process.communicate()[1].decode()[-2000:]}")
+                pytest.fail(f"server did not start: {(process.communicate()[1] or b'').decode()[-2000:]}")
             time.sleep(0.1)
 
 
@@ -344,3 +344,99 @@ def test_stdio_answers_a_line_that_is_not_a_message_with_a_json_rpc_error_and_ke
         finally:
             if process.poll() is None:
                 process.kill()
+
+
+def _open_event_stream(port: int) -> socket.socket:
+    stream = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+    stream.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: text/event-stream\r\n\r\n" % port)
+    return stream
+
+
+def _first_bytes(streams: list, count: int) -> list[bytes]:
+    """The first `count` bytes each stream got within TIMEOUT in all (b"" for one that got nothing)."""
+    import selectors
+
+    selector = selectors.DefaultSelector()  # epoll: select() cannot watch descriptors above 1023
+    for stream in streams:
+        selector.register(stream, selectors.EVENT_READ)
+    got = {}
+    deadline = time.monotonic() + TIMEOUT
+    while len(got) < len(streams) and (left := deadline - time.monotonic()) > 0:
+        for key, _ in selector.select(left):
+            got[key.fileobj] = key.fileobj.recv(count)
+            selector.unregister(key.fileobj)
+    selector.close()
+    return [got.get(stream, b"") for stream in streams]
+
+
+def _read_to_end(stream: socket.socket) -> bytes:
+    """Everything the server sends until it ends the response (last chunk) or closes the connection;
+    TimeoutError after TIMEOUT in all (keep-alive pings every 15 s must not keep a read going)."""
+    data = b""
+    deadline = time.monotonic() + TIMEOUT
+    while not data.endswith(b"\r\n0\r\n\r\n"):
+        stream.settimeout(max(deadline - time.monotonic(), 0.001))
+        piece = stream.recv(65536)
+        if not piece:
+            break
+        data += piece
+    return data
+
+
+def test_idle_event_streams_are_bounded_so_health_keeps_answering(fake_index_dir, tmp_path):
+    """1,000 idle GET /mcp streams against a server with 256 file descriptors: before, they took
+    every descriptor and /health was never accepted; now 10 are kept, the rest get 503 at once."""
+    import resource
+
+    def few_descriptors():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    # Its stderr goes to a file: the accept loop logs every EMFILE, and a full pipe would stop the server.
+    log = (tmp_path / "server.log").open("wb")
+    process, base = _start_http(fake_index_dir, tmp_path, "--max-streams", "10", "--stream-idle-timeout", "3600",
+                                preexec_fn=few_descriptors, stderr=log)
+    port = int(base.rsplit(":", 1)[1])
+    streams = []
+    try:
+        streams = [_open_event_stream(port) for _ in range(1000)]
+        heads = _first_bytes(streams, 12)
+        refused = [stream for stream, head in zip(streams, heads) if head == b"HTTP/1.1 503"]
+        assert (heads.count(b"HTTP/1.1 200"), len(refused)) == (10, 990)
+        answer = _read_to_end(refused[0])
+        assert b"connection: close" in answer and b'"error": "too many open streams"' in answer
+        assert b"at most 10 event streams (GET /mcp) open" in answer
+        with urllib.request.urlopen(base + "/health", timeout=TIMEOUT) as response:  # all 1,000 still open
+            assert response.status == 200 and json.load(response)["status"] == "healthy"
+    finally:
+        for stream in streams:
+            stream.close()
+        process.terminate()
+        process.wait(timeout=TIMEOUT)
+        log.close()
+
+
+def test_an_idle_event_stream_is_ended_by_the_server_and_gives_its_place_back(fake_index_dir, tmp_path):
+    process, base = _start_http(fake_index_dir, tmp_path, env={**os.environ, "KB_MCP_MAX_STREAMS": "2",
+                                                               "KB_MCP_STREAM_IDLE_TIMEOUT": "1"})
+    port = int(base.rsplit(":", 1)[1])
+    streams = []
+    try:
+        for _ in range(2):
+            opened = [_open_event_stream(port), _open_event_stream(port)]
+            streams += opened
+            # Before, nothing ended them: the read waited until the socket's timeout.
+            for stream in opened:
+                answer = _read_to_end(stream)
+                assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"\r\n0\r\n\r\n")
+    finally:
+        for stream in streams:
+            stream.close()
+        process.terminate()
+        process.wait(timeout=TIMEOUT)
+
+
+def test_the_stream_limits_default_to_100_streams_and_60_seconds():
+    result = CliRunner().invoke(main, ["serve", "--help"], terminal_width=200)
+    text = " ".join(result.output.split())
+    assert "[env var: KB_MCP_MAX_STREAMS; default: 100; x>=1]" in text
+    assert "[env var: KB_MCP_STREAM_IDLE_TIMEOUT; default: 60.0; x>0]" in text

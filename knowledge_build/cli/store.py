@@ -143,6 +143,12 @@ def db_sql(dim):
               help="HTTP: accept only this Host header (and its http/https Origin), e.g. 'kb.example.org' or "
                    "'localhost:*'; repeatable (KB_ALLOWED_HOSTS: names separated by commas). Default: the "
                    "loopback names when bound to loopback, else no check.")
+@click.option("--max-streams", type=click.IntRange(1), default=100, show_default=True, envvar="KB_MCP_MAX_STREAMS",
+              show_envvar=True, help="HTTP: GET /mcp event streams open at once; one more gets 503 (the server "
+                                     "sends nothing on them, so clients need none).")
+@click.option("--stream-idle-timeout", "stream_idle_seconds", type=click.FloatRange(0, min_open=True), default=60.0,
+              show_default=True, envvar="KB_MCP_STREAM_IDLE_TIMEOUT", show_envvar=True,
+              help="HTTP: seconds a GET /mcp event stream stays open without an event.")
 @click.option("--store", help="Where notes, imported documents and web sources are kept: a SQLite file or a "
                               "postgresql:// URL (setting store, KB_STORE). Default: the database when one is "
                               "given, else .knowledge-notes.sqlite.")
@@ -150,7 +156,8 @@ def db_sql(dim):
               help="SQLite file for notes when no database and no --store is given (setting notes, KB_NOTES; "
                    "the older name of --store).")
 @fail_on_library_errors
-def serve(index_dir, site, database_url, transport, host, port, token, allowed_hosts, store, notes_path):
+def serve(index_dir, site, database_url, transport, host, port, token, allowed_hosts, max_streams, stream_idle_seconds,
+          store, notes_path):
     """Run the MCP server for AI tutors (stdio, or streamable HTTP at /mcp with GET /health)."""
     from ..serve.mcp_server import serve as run
     from ..serve.mcp_transport import is_loopback
@@ -160,4 +167,5 @@ def serve(index_dir, site, database_url, transport, host, port, token, allowed_h
             f"refusing to serve on {host} without a token: anyone who can reach it could read and write the "
             "notes. Set KB_MCP_TOKEN (or pass --token) to a long random secret, or bind to 127.0.0.1.")
     config = kb.load_config(site=site, index=index_dir, database_url=database_url, notes=notes_path, store=store)
-    run(config, transport, host, port, token or None, tuple(allowed_hosts))
+    run(config, transport, host, port, token or None, tuple(allowed_hosts), max_streams=max_streams,
+        stream_idle_seconds=stream_idle_seconds)

@@ -281,9 +281,10 @@ def _jsonable(row: dict) -> dict:
 
 
 def serve(config, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
-          allowed_hosts: tuple[str, ...] = ()) -> None:
+          allowed_hosts: tuple[str, ...] = (), **stream_limits) -> None:
     """Serve the site's index and the writable store resolved from one Config (index, database_url,
-    database_timeout, base_url, embedding_timeout, store/notes, the crawl settings)."""
+    database_timeout, base_url, embedding_timeout, store/notes, the crawl settings). stream_limits:
+    run_http's max_streams and stream_idle_seconds."""
     from ..config import is_database_url, store_target
     from ..store.sources import SourceStore
     from ..web.ingest import crawler_settings
@@ -301,6 +302,6 @@ def serve(config, transport: str = "stdio", host: str = "127.0.0.1", port: int =
     sources = SourceStore(index.embedder, target)
     server = create_server(service, notes, sources, crawler_settings(config), identity_of(config, index))
     if transport == "http":
-        run_http(server, host, port, token, allowed_hosts)
+        run_http(server, host, port, token, allowed_hosts, **stream_limits)
     else:
         run_stdio(server)

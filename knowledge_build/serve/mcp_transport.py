@@ -3,10 +3,11 @@
 Both transports refuse one JSON-RPC message over MAX_MESSAGE_BYTES (HTTP with 413, stdio with a
 JSON-RPC error for that request) without reading more than that into memory. On stdio a line that is
 not JSON is answered with a parse error (-32700, id null), JSON that is not a message with -32600.
-Over HTTP, a token (`--token` / KB_MCP_TOKEN) is required on every request except GET /health, and Host/Origin
-headers are checked against `--allowed-host` / KB_ALLOWED_HOSTS (by default the loopback names when
-bound to one). HTTP is stateless: no session lives in one process, so any instance behind a load
-balancer answers any request of a client (no sticky sessions).
+Over HTTP, a token (`--token` / KB_MCP_TOKEN) is required on every request except GET /health,
+Host/Origin headers are checked against `--allowed-host` / KB_ALLOWED_HOSTS (by default the loopback
+names when bound to one), and GET /mcp event streams are bounded in number and idle time
+(BoundedStreams: `--max-streams`, `--stream-idle-timeout`). HTTP is stateless: no session lives in
+one process, so any instance behind a load balancer answers any request of a client (no sticky sessions).
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ import sys
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # the SDK's own default HTTP body limit; stdio gets the same
 GRACEFUL_SHUTDOWN_SECONDS = 5  # after SIGTERM, open HTTP streams get this long before they are cut
+# GET /mcp event streams (BoundedStreams): at most this many open at once, each closed after this many
+# seconds without an event. The server is stateless and sends nothing on them, so a client needs none.
+MAX_STREAMS = 100
+STREAM_IDLE_SECONDS = 60.0
 LOOPBACK_NAMES = ("localhost",)
 OPEN_PATHS = ("/health",)  # a load balancer's probe needs no token; it reveals no content
 log = logging.getLogger("knowledge_build.mcp")
@@ -73,7 +78,99 @@ class BearerToken:
         return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self._token)
 
 
-def run_http(server, host: str, port: int, token: str | None, allowed_hosts: tuple[str, ...] = ()) -> None:
+class BoundedStreams:
+    """ASGI middleware: at most `max_streams` GET event streams on `path` at once (one more gets 503 and
+    its connection closed, so idle streams cannot take every file descriptor and starve /health), and
+    each stream ends after `idle_seconds` without an event (keep-alive pings do not count). The stream
+    is ended as a disconnect would end it, so the SDK closes its side of the request too."""
+
+    def __init__(self, app, max_streams: int = MAX_STREAMS, idle_seconds: float = STREAM_IDLE_SECONDS,
+                 path: str = "/mcp"):
+        self.app = app
+        self.max_streams = max_streams
+        self.idle_seconds = idle_seconds
+        self.path = path
+        self.open = 0
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "GET" or scope["path"].rstrip("/") != self.path:
+            await self.app(scope, receive, send)
+            return
+        if self.open >= self.max_streams:
+            await _refuse_stream(send, self.max_streams)
+            return
+        self.open += 1
+        state = {"started": False, "ended": False}
+        try:
+            await self._stream(scope, receive, send, state)
+        finally:
+            self._release(state)
+
+    def _release(self, state: dict) -> None:
+        # Before the stream's last bytes go out: a client that saw its stream end finds its place free.
+        if not state.get("released"):
+            state["released"] = True
+            self.open -= 1
+
+    async def _stream(self, scope, receive, send, state: dict):
+        import anyio
+
+        last_event = [anyio.current_time()]
+        expired = anyio.Event()
+
+        async def watched_send(message):
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            elif message["type"] == "http.response.body":
+                if b"data:" in message.get("body", b""):
+                    last_event[0] = anyio.current_time()
+                if not message.get("more_body", False):
+                    state["ended"] = True
+                    self._release(state)
+            await send(message)
+
+        async def watched_receive():
+            if expired.is_set():
+                return {"type": "http.disconnect"}
+            got = {}
+            async with anyio.create_task_group() as race:
+                async def real():
+                    got["message"] = await receive()
+                    race.cancel_scope.cancel()
+
+                async def idle():
+                    await expired.wait()
+                    race.cancel_scope.cancel()
+                race.start_soon(real)
+                race.start_soon(idle)
+            return got.get("message", {"type": "http.disconnect"})
+
+        async with anyio.create_task_group() as group:
+            async def watchdog():
+                while (left := last_event[0] + self.idle_seconds - anyio.current_time()) > 0:
+                    await anyio.sleep(left)
+                expired.set()
+            group.start_soon(watchdog)
+            await self.app(scope, watched_receive, watched_send)
+            group.cancel_scope.cancel()
+        if state["started"] and not state["ended"]:
+            self._release(state)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _refuse_stream(send, limit: int) -> None:
+    body = json.dumps({"error": "too many open streams",
+                       "message": f"the server keeps at most {limit:,} event streams (GET /mcp) open; it sends "
+                                  "nothing on them (it is stateless), so a client needs none: retry later, or "
+                                  "raise --max-streams"}).encode()
+    await send({"type": "http.response.start", "status": 503,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"retry-after", b"60"), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def run_http(server, host: str, port: int, token: str | None, allowed_hosts: tuple[str, ...] = (),
+             max_streams: int = MAX_STREAMS, stream_idle_seconds: float = STREAM_IDLE_SECONDS) -> None:
     import anyio
     import uvicorn
 
@@ -82,8 +179,9 @@ def run_http(server, host: str, port: int, token: str | None, allowed_hosts: tup
     # elicitation) nor resume streams, which only a session would allow.
     app = server.streamable_http_app(host=host, stateless_http=True, max_request_body_size=MAX_MESSAGE_BYTES,
                                      transport_security=security_settings(host, allowed_hosts))
+    app = BoundedStreams(app, max_streams, stream_idle_seconds)
     if token:
-        app = BearerToken(app, token)
+        app = BearerToken(app, token)  # outside: a caller without the token cannot take a stream
     # uvicorn turns SIGTERM into a graceful shutdown; the timeout keeps an open event stream from
     # holding it forever.
     config = uvicorn.Config(app, host=host, port=port, log_level="warning",
