@@ -76,18 +76,12 @@ class Chunk:
         return embedded_learns(self.learns, self.learns_source, self.type, self.title)
 
 
-# The passage embedding reads at most this many characters of a chunk. The local model's time grows with
-# the text (a 50,000-character box took 72 s, a 5 MB one hours); the longest chunk of the reference corpus
-# is under 1,000 characters, so no real box or section is cut. The lexical channel still reads all of it.
-MAX_EMBED_CHARS = 8_000
-
-
 def embed_text(title: str, learns, content: str, material_title: str = "", parents=()) -> str:
     """What the passage embedding sees: title (after the page title and, for a section, its
-    breadcrumb), what it teaches (when it says anything), then the text; at most MAX_EMBED_CHARS."""
+    breadcrumb), what it teaches (when it says anything), then the text."""
     title = " > ".join((*parents, title))
     head = f"{material_title}: {title}" if material_title else title
-    return "\n".join([head, *([" / ".join(learns)] if learns else []), content])[:MAX_EMBED_CHARS]
+    return "\n".join([head, *([" / ".join(learns)] if learns else []), content])
 
 
 # A table chunk shows a row of context either side of its own rows; those lines start with this

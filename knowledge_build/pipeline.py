@@ -24,7 +24,7 @@ from .index.artifacts import ArtifactSet, assemble, check_output_dir, clean_stal
 from .index.artifacts_v2 import assemble as assemble_v2
 from .index.build_memo import inputs_digest, kept_chunks, recall, remember
 from .index.layout import MANIFEST
-from .model import MAX_EMBED_CHARS, Chunk, retrieval_content
+from .model import Chunk, retrieval_content
 from .progress import Progress
 from .site.jekyll import Site, find_pages, open_site, title_suffix
 from .site.page import Page
@@ -89,20 +89,10 @@ def extract(config: Config, slugs: TokenCache | None = None, keep_pages: bool = 
                 pages.append(page)
     chunk_set = maker.finish()
     site.lang = site.lang or next((lang for lang, n in languages.most_common(1) if n), "")
-    diagnostics = site.diagnostics + page_diagnostics + chunk_set.diagnostics + _long_chunks(site, chunk_set.chunks)
+    diagnostics = site.diagnostics + page_diagnostics + chunk_set.diagnostics
     summary = page_summary(site, reasons, chunk_set.chunks)
     return Extraction(site, pages, chunk_set.chunks, diagnostics, summary, frozenset(foreign))
 
-
-
-def _long_chunks(site: Site, chunks) -> list[Diagnostic]:
-    """A warning for each chunk whose embedding reads only its first MAX_EMBED_CHARS characters."""
-    return [Diagnostic(str(site.root / chunk.source_path) if chunk.source_path else chunk.material, chunk.line, 1,
-                       "warning", "long-chunk",
-                       f"'{chunk.title[:40]}' is {len(chunk.content):,} characters long: its embedding reads the "
-                       f"first {MAX_EMBED_CHARS:,} (the keyword search reads all of it)",
-                       "split it with headings, or into several boxes")
-            for chunk in chunks if len(chunk.content) >= MAX_EMBED_CHARS - 200 and len(chunk.embed_text) == MAX_EMBED_CHARS]
 
 def _unindexed_reason(page: Page, sections: str) -> str:
     """Why this page would give no chunk (asked only of pages that give none)."""

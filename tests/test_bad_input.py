@@ -108,26 +108,6 @@ def test_broken_config_and_learns_yaml_are_errors_on_their_line(tmp_path):
     assert "must map material -> anchor -> list of items" in diagnostics["learns-yaml"].message
 
 
-def test_a_huge_box_is_embedded_from_its_first_characters_with_a_warning_on_its_line(tmp_path, fake_embedder):
-    from knowledge_build.model import MAX_EMBED_CHARS
-
-    lengths = []
-    embed = fake_embedder.embed_documents
-    fake_embedder.embed_documents = lambda texts: (lengths.extend(map(len, texts)), embed(texts))[1]
-
-    # 5 MB in one box: the local model's time grows with the text, so embedding it whole took hours.
-    huge = '---\ntitle: 大きい\n---\n<div class="rule-box" id="rule-big"><strong>長い規則</strong><p>' + "長い文。" * 1_300_000
-    root = _site(tmp_path, {"good.html": GOOD, "big.html": huge + "</p></div>\n"})
-    result = build(load_config(site=root, env={}, cache_dir=tmp_path / "cache"), embedder=fake_embedder)
-    (warning,) = [d for d in result.diagnostics if d.rule == "long-chunk"]
-    assert warning.severity == "warning" and warning.path.endswith("big.html") and warning.line == 4
-    assert "5,200,005 characters long: its embedding reads the first 8,000" in warning.message
-    big = next(c for c in result.chunks if c.id == "big#rule-big")
-    assert len(big.content) > 5_000_000 and len(big.embed_text) == MAX_EMBED_CHARS
-    assert max(lengths) == MAX_EMBED_CHARS
-    assert not [d for d in result.diagnostics if d.rule == "long-chunk" and "good.html" in d.path]
-
-
 def test_suggest_ids_and_install_search_refuse_a_site_whose_config_is_broken(tmp_path):
     root = _site(tmp_path, {"raw.html": '---\ntitle: t\n---\n<div class="rule-box"><strong>解の公式</strong>本文</div>\n'})
     (root / "_config.yml").write_text("baseurl: [unclosed\n", encoding="utf-8")

@@ -178,3 +178,17 @@ def test_an_import_that_fails_while_writing_leaves_no_half_document(tmp_path, mo
         store.import_document("途中で失敗", "一文目。\n\n二文目。" * 200, chunk_size=200)
     assert store._sql("select count(*) from knowledge_documents").fetchone()[0] == 0
     assert store._sql("select count(*) from knowledge_notes").fetchone()[0] == 0
+
+
+@pytest.mark.model
+def test_the_local_model_embeds_a_passage_from_its_first_8000_characters_with_a_warning(caplog):
+    from knowledge_build.embed.local import MAX_INPUT_CHARS, LocalEmbedder
+
+    # The model reads every token it is given (a 50,000-character passage took 72 s; a 5 MB box, hours).
+    head = "二次方程式の解の公式を使って方程式を解く。" * 400
+    long_text = head[:MAX_INPUT_CHARS] + "確率と統計のまったく別の話題。" * 3000
+    embedder = LocalEmbedder()
+    with caplog.at_level("WARNING"):
+        cut, short = embedder.embed_documents([long_text, head[:MAX_INPUT_CHARS]])
+    assert np.array_equal(cut, short)  # the text after the first 8,000 characters was not read
+    assert f"a text of {len(long_text)} characters exceeds 8000 characters and is truncated" in caplog.text

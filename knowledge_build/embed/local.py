@@ -10,6 +10,7 @@ from the cache, and the manifest's description of the embedder, never need it.
 from __future__ import annotations
 
 import importlib.util
+import logging
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -18,6 +19,12 @@ from ..errors import EmbedderUnavailable, needs_extra
 
 MODEL = "multilingual-e5-small-q4"
 DEFAULT_BATCH_SIZE = 16
+# The model reads every token it is given and its time grows with the text (a 50,000-character passage took
+# 72 s, a 5 MB box would take hours), so a passage is cut here. The longest chunk of the reference corpus is
+# under 1,000 characters: no real box or section is cut. The lexical channel still reads the whole text.
+MAX_INPUT_CHARS = 8_000
+
+log = logging.getLogger(__name__)
 
 
 class LocalEmbedder:
@@ -59,7 +66,16 @@ class LocalEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.ascontiguousarray(self._model.passage(list(texts)), dtype=np.float32).reshape(len(texts), self.dim)
+        texts = [_truncate(text) for text in texts]
+        return np.ascontiguousarray(self._model.passage(texts), dtype=np.float32).reshape(len(texts), self.dim)
 
     def embed_query(self, text: str) -> np.ndarray:
         return np.asarray(self._model.query(text), dtype=np.float32).reshape(self.dim)
+
+
+def _truncate(text: str) -> str:
+    if len(text) <= MAX_INPUT_CHARS:
+        return text
+    log.warning("a text of %d characters exceeds %d characters and is truncated for embedding (the local "
+                "model's time grows with the text; the keyword search reads all of it)", len(text), MAX_INPUT_CHARS)
+    return text[:MAX_INPUT_CHARS]
