@@ -132,3 +132,20 @@ def test_report_with_a_broken_index_given_writes_the_report_and_exits_non_zero(t
     # Without --index, a site never built is no error: the report says there is no set yet.
     result = CliRunner().invoke(main, ["report", "--site", str(root), "--out", str(out)])
     assert result.exit_code == 0, result.output
+
+
+def test_report_checks_every_file_of_the_set_it_names(tmp_path):
+    from .conftest import LocalLookalike
+
+    root = _site(tmp_path, {"good.html": GOOD})
+    build(load_config(site=root, env={}, cache_dir=tmp_path / "cache"), embedder=LocalLookalike())
+    index = root / "_site" / "knowledge" / "v2"
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", "--site", str(root), "--index", str(index), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    chunks = index / "knowledge_chunks.jsonl"
+    data = bytearray(chunks.read_bytes())
+    data[len(data) // 2] ^= 1  # same size, one bit: only the checksum tells
+    chunks.write_bytes(bytes(data))
+    result = CliRunner().invoke(main, ["report", "--site", str(root), "--index", str(index), "--out", str(out)])
+    assert result.exit_code == 1 and "'knowledge_chunks.jsonl'" in result.output and "sha256 differs" in result.output

@@ -62,10 +62,11 @@ def coverage(config: Config, index_dir: Path | None = None) -> dict:
 
 
 def _index_info(index_dir: Path) -> dict | None:
-    from ..index.verify import read_artifacts
+    """The set's version, verified as `validate` does (every file against its checksum), or its problem."""
+    from ..index.verify import verify_set
 
     try:
-        manifest = read_artifacts(index_dir).manifest
+        manifest = verify_set(index_dir, require_embedder=False).manifest
     except ArtifactError as exc:
         return {"path": str(index_dir), "problem": str(exc)}
     return {"path": str(index_dir), "build_id": manifest["build_id"], "schema_version": manifest["schema_version"],
