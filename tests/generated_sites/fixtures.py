@@ -1,5 +1,7 @@
 """Session fixtures: each generator's build of the site, once per session (per xdist worker), and its
-knowledge-build index with the real local model. tests/conftest.py imports them.
+knowledge-build index with the real local model, whose vectors go in the run's cache (`run_cache`):
+the generators render the same texts, so most of them are embedded once for all six sites.
+tests/conftest.py imports them.
 
 Tests take `generated_site` through indirect parametrisation over `SITE_PARAMS`, whose marks put every
 test of one generator in one xdist group, so a worker builds each site (and its index) once.
@@ -51,11 +53,11 @@ class GeneratedIndex:
     index: Path  # the artifact set
     summary: dict  # `knowledge-build build --format json`
     chunks: list[dict]  # the rows of knowledge_chunks.jsonl
-    cache: Path
+    cache: Path  # the run's vector cache
 
 
 def knowledge_build(*args: str, cache: Path) -> subprocess.CompletedProcess:
-    """The CLI of this checkout in a child process, with its own cache and no KB_* of the developer."""
+    """The CLI of this checkout in a child process, with the cache `cache` and no KB_* of the developer."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")}
     env["KB_CACHE_DIR"] = str(cache)
     return subprocess.run([sys.executable, "-m", "knowledge_build.cli", *args], capture_output=True, text=True,
@@ -63,12 +65,12 @@ def knowledge_build(*args: str, cache: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="session")
-def generated_index(generated_site, tmp_path_factory) -> GeneratedIndex:
+def generated_index(generated_site, run_cache) -> GeneratedIndex:
     """`knowledge-build build --site <output> --format json` on the built site, with the local model,
     as the site's owner would run it: no --baseurl (the base path is the tool's to find, in the
     generator's configuration beside the output); the set goes to `<output>/knowledge/v2`."""
     site = generated_site
-    cache = tmp_path_factory.mktemp(f"cache-{site.generator}")
+    cache = run_cache
     args = ["build", "--site", str(site.output), "--format", "json"]
     result = knowledge_build(*args, cache=cache)
     if result.returncode != 0:
