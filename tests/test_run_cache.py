@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,7 @@ def test_the_counter_counts_what_a_build_embeds(real_index_dir, run_cache, model
 
     site = _copy_of_site(tmp_path / "site")
     page = next(site.rglob("二次方程式.html"))
-    marker = f"run-cache-{os.getpid()}-{tmp_path.name}"  # a text no other build of any run has
+    marker = f"run-cache-{uuid.uuid4().hex}"  # a text no other build of any run has
     page.write_text(page.read_text(encoding="utf-8") + f'\n<div class="tip-box" id="tip-{marker}">'
                     f"<strong>{marker}</strong><p>この一文は {marker} だけのものです。</p></div>\n", encoding="utf-8")
     result = build(load_config(site=site, cache_dir=run_cache, env={}))
