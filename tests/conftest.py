@@ -151,8 +151,9 @@ def run_cache(tmp_path_factory) -> Path:
     from knowledge_build.text.token_cache import FILE_NAME as TOKENS_FILE, TokenCache
 
     path = Path(TEST_CACHE) / _cache_version() if TEST_CACHE else run_dir(tmp_path_factory) / "vector-cache"
+    path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(f"{path}.lock"):  # the files and their WAL mode made by one process, before any build
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(exist_ok=True)
         VectorCache(path / "vectors.sqlite").close()
         TokenCache(path / TOKENS_FILE).close()
     return path

@@ -91,12 +91,17 @@ def _pip_settings() -> dict:
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory, run_cache, real_index_dir) -> Path:
-    """One HOME for the module: its ~/.cache/knowledge-build is the directory the action caches,
-    restored as a copy of the run's vectors (which hold site/'s: `real_index_dir` put them there)."""
-    home = tmp_path_factory.mktemp("action-home")
+def home(tmp_path_factory) -> Path:
+    """One HOME for the module: its ~/.cache/knowledge-build is the directory the action caches."""
+    return tmp_path_factory.mktemp("action-home")
+
+
+@pytest.fixture(scope="module")
+def restored_home(home, run_cache, real_index_dir) -> Path:
+    """`home` for the tests that build: its ~/.cache/knowledge-build restored as a copy of the run's
+    vectors (which hold site/'s: `real_index_dir` put them there), as actions/cache restores it."""
     cache = home / ".cache" / "knowledge-build"
-    cache.mkdir(parents=True)
+    cache.mkdir(parents=True, exist_ok=True)
     source, copy = sqlite3.connect(run_cache / "vectors.sqlite"), sqlite3.connect(cache / "vectors.sqlite")
     try:
         source.backup(copy)  # a consistent copy, whatever other processes are writing
@@ -132,7 +137,8 @@ def _manifest(index: Path) -> dict:
 
 
 @pytest.mark.model
-def test_action_checks_builds_and_sets_its_outputs(site_repo, home, real_index_dir):
+def test_action_checks_builds_and_sets_its_outputs(site_repo, restored_home, real_index_dir):
+    home = restored_home
     # The restored cache lacks three of the site's vectors: the build embeds those and keeps them there.
     cache = home / ".cache" / "knowledge-build"
     rows = (real_index_dir / "knowledge_chunks.jsonl").read_text(encoding="utf-8").splitlines()
@@ -173,12 +179,13 @@ def _checkout(target: Path) -> Path:
 
 
 @pytest.mark.model
-def test_install_step_installs_the_action_into_a_bare_python_that_then_runs_it(site_repo, home, tmp_path):
+def test_install_step_installs_the_action_into_a_bare_python_that_then_runs_it(site_repo, restored_home, tmp_path):
     """Every script, the install step included: a new virtualenv with nothing installed stands in for
     setup-python's Python, and pip installs the action's checkout into it."""
     venv = tmp_path / "python"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    result, outputs = run_action(site_repo, home, python_bin=venv / "bin", action_path=_checkout(tmp_path / "action"))
+    result, outputs = run_action(site_repo, restored_home, python_bin=venv / "bin",
+                                 action_path=_checkout(tmp_path / "action"))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert (venv / "bin" / "knowledge-build").is_file()
     assert outputs["build-id"] == _manifest(site_repo / "_site" / "knowledge" / "v2")["build_id"]
@@ -187,10 +194,10 @@ def test_install_step_installs_the_action_into_a_bare_python_that_then_runs_it(s
 
 @pytest.mark.model
 @pytest.mark.db
-def test_action_publishes_to_the_database_url(site_repo, home, fresh_db):
+def test_action_publishes_to_the_database_url(site_repo, restored_home, fresh_db):
     import psycopg
 
-    result, outputs = run_action(site_repo, home, **{"database-url": fresh_db, "output": "out/knowledge"})
+    result, outputs = run_action(site_repo, restored_home, **{"database-url": fresh_db, "output": "out/knowledge"})
     assert result.returncode == 0, result.stdout + result.stderr
     assert Path(outputs["index"]) == site_repo / "out" / "knowledge"
     with psycopg.connect(fresh_db) as conn:
