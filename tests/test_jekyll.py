@@ -16,7 +16,9 @@ pytestmark = pytest.mark.model
 
 
 @pytest.fixture(scope="module")
-def built_site(tmp_path_factory, run_cache):
+def built_site(tmp_path_factory, run_cache, real_index_dir):
+    """site/ built by `jekyll build`, whose plugin indexes it with the real model from the run's cache
+    (`real_index_dir` put site/'s vectors there first, so no two workers embed them at once)."""
     if shutil.which("jekyll") is None:
         pytest.fail("jekyll is not installed; `make test` installs Debian's jekyll package")
     from .conftest import SITE

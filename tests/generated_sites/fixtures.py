@@ -1,6 +1,7 @@
 """Session fixtures: each generator's build of the site, once per session (per xdist worker), and its
 knowledge-build index with the real local model, whose vectors go in the run's cache (`run_cache`):
-the generators render the same texts, so most of them are embedded once for all six sites.
+the generators render the same texts, so most of them are embedded once for all six sites (one index
+is built at a time in the whole run, or two workers would embed the same texts at once).
 tests/conftest.py imports them.
 
 Tests take `generated_site` through indirect parametrisation over `SITE_PARAMS`, whose marks put every
@@ -65,14 +66,19 @@ def knowledge_build(*args: str, cache: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="session")
-def generated_index(generated_site, run_cache) -> GeneratedIndex:
+def generated_index(generated_site, run_cache, tmp_path_factory) -> GeneratedIndex:
     """`knowledge-build build --site <output> --format json` on the built site, with the local model,
     as the site's owner would run it: no --baseurl (the base path is the tool's to find, in the
     generator's configuration beside the output); the set goes to `<output>/knowledge/v2`."""
+    from filelock import FileLock
+
+    from ..conftest import run_dir
+
     site = generated_site
     cache = run_cache
     args = ["build", "--site", str(site.output), "--format", "json"]
-    result = knowledge_build(*args, cache=cache)
+    with FileLock(run_dir(tmp_path_factory) / "generated-index.lock"):
+        result = knowledge_build(*args, cache=cache)
     if result.returncode != 0:
         pytest.fail(f"knowledge-build {' '.join(args)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
     summary = json.loads(result.stdout)
