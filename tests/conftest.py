@@ -337,17 +337,52 @@ def pg_data_dir():
     _stop_and_remove(data)
 
 
-@pytest.fixture
-def fresh_db(pg_server):
-    """A new, empty database on the session's server; returns its URL."""
+def new_database(server_url: str, prefix: str = "kb_", template: str | None = None) -> str:
+    """A new database on the server of `server_url` (a copy of `template` when given); returns its URL."""
     import uuid
 
     import psycopg
 
-    name = "kb_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(pg_server["url"], autocommit=True) as conn:
-        conn.execute(f'create database "{name}"')
-    return pg_server["url"].replace("/postgres?", f"/{name}?")
+    name = prefix + uuid.uuid4().hex[:12]
+    copy = f' template "{template}"' if template else ""
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'create database "{name}"{copy}')
+    return server_url.replace("/postgres?", f"/{name}?")
+
+
+@pytest.fixture
+def fresh_db(pg_server):
+    """A new, empty database on the session's server; returns its URL."""
+    return new_database(pg_server["url"])
+
+
+# What a copy of the template carries and a database migrated and published by the test does not:
+# the comment on its migrations table (tests/test_db_template.py).
+TEMPLATE_MARK = "knowledge-build test template: the sample site, fake vectors"
+
+
+@pytest.fixture(scope="session")
+def published_template(pg_server, fake_index_dir) -> str:
+    """The name of a database migrated and published once per server (the sample site with the fake
+    embedder, `fake_index_dir`), that `published_db` copies with `create database … template` instead
+    of migrating and publishing again for each test. Nobody connects to it after this (a copy needs that)."""
+    import psycopg
+
+    from knowledge_build.store.postgres import connect, publish
+
+    url = new_database(pg_server["url"], prefix="kb_template_")
+    with connect(url) as conn:
+        publish(conn, fake_index_dir)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"comment on table knowledge_migrations is '{TEMPLATE_MARK}'")
+    return url.split("?", 1)[0].rsplit("/", 1)[1]
+
+
+@pytest.fixture
+def published_db(pg_server, published_template) -> str:
+    """A new database holding the sample site as a publish of `fake_index_dir` leaves it (a copy of
+    the session's template); returns its URL. The test may change it: the template stays as it was."""
+    return new_database(pg_server["url"], template=published_template)
 
 
 @pytest.fixture(scope="module")

@@ -57,9 +57,8 @@ def _published(tmp_path, url, edit=None, name="site"):
     return index
 
 
-def test_fold_and_bigrams_in_sql_are_the_python_ones(fresh_db, fake_index_dir):
-    with connect(fresh_db) as conn:
-        publish(conn, fake_index_dir)
+def test_fold_and_bigrams_in_sql_are_the_python_ones(published_db):
+    with connect(published_db) as conn:
         for text in TEXTS:
             folded = conn.execute("select knowledge_fold(%s)", (text,)).fetchone()[0]
             assert folded == lexical.fold(text), text
@@ -69,17 +68,15 @@ def test_fold_and_bigrams_in_sql_are_the_python_ones(fresh_db, fake_index_dir):
 
 @pytest.mark.parametrize("word", ["tasukigake", "hanbetsushiki", "sankakukansuu", "kanzenheihoushiki", "gakkou",
                                   "matcha", "konnichiha", "shinbun", "kyouyaku", "jiyuu", "tanni", "fun"])
-def test_romaji_in_sql_reads_as_jaconv(fresh_db, fake_index_dir, word):
-    with connect(fresh_db) as conn:
-        publish(conn, fake_index_dir)
+def test_romaji_in_sql_reads_as_jaconv(published_db, word):
+    with connect(published_db) as conn:
         assert conn.execute("select knowledge_romaji(%s)", (word,)).fetchone()[0] == \
             jaconv.kata2hira(jaconv.alphabet2kana(word))
 
 
 @pytest.mark.parametrize("word", ["cos", "log", "x", "abc", "qr", "lim"])
-def test_words_that_are_not_romaji_stay_latin(fresh_db, fake_index_dir, word):
-    with connect(fresh_db) as conn:
-        publish(conn, fake_index_dir)
+def test_words_that_are_not_romaji_stay_latin(published_db, word):
+    with connect(published_db) as conn:
         assert conn.execute("select knowledge_romaji(%s)", (word,)).fetchone()[0] is None
 
 
@@ -148,13 +145,12 @@ def test_a_database_whose_bags_are_incomplete_gets_its_lists_made_again_whole(tm
     ("サインとコサイン", ["余弦", "正弦"], []),
     ("ピタゴラスの定理の証明", ["3平", "平方"], []),  # bigrams of 三平方の定理 (kanji numerals as digits)
 ])
-def test_a_thesaurus_wording_inside_a_longer_one_found_is_not_expanded(tmp_path, fresh_db, query, expanded, not_expanded):
+def test_a_thesaurus_wording_inside_a_longer_one_found_is_not_expanded(published_db, query, expanded, not_expanded):
     from knowledge_build.text.thesaurus import load_thesaurus
 
     thesaurus = load_thesaurus(None)
     assert list(thesaurus["サイン"]) == ["正弦", "sin"] and list(thesaurus["コサイン"]) == ["余弦", "cos"]
-    _published(tmp_path, fresh_db)
-    with psycopg.connect(fresh_db) as conn:
+    with psycopg.connect(published_db) as conn:
         terms = {t for (t,) in conn.execute("select term from knowledge_query_terms(%s)", (query,))}
     assert all(f"t\x1f{word}" in terms for word in expanded)
     assert not any(f"t\x1f{word}" in terms for word in not_expanded)
@@ -170,19 +166,17 @@ def test_a_second_publish_of_the_same_set_writes_no_terms(tmp_path, fresh_db):
 
 
 @pytest.mark.parametrize("query", ["たすきがけ", "タスキガケ", "tasukigake", "襷掛け"])
-def test_the_rpc_alone_finds_the_tasukigake_box_by_any_spelling(fresh_db, fake_index_dir, query):
+def test_the_rpc_alone_finds_the_tasukigake_box_by_any_spelling(published_db, query):
     """What a tutor's own server sends: the query text and the vector of the query as typed."""
-    with connect(fresh_db) as conn:
-        publish(conn, fake_index_dir)
+    with connect(published_db) as conn:
         rows = hybrid_search(conn, query, FakeEmbedder().embed_query(query), 5)
         lexical_only = hybrid_search(conn, query, None, 5)
     assert "因数分解#method-tasukigake" in [r[0] for r in rows], rows
     assert "因数分解#method-tasukigake" in [r[0] for r in lexical_only], lexical_only
 
 
-def test_the_rpc_returns_relevance_scores_in_order_and_applies_filters(fresh_db, fake_index_dir):
-    with connect(fresh_db) as conn:
-        publish(conn, fake_index_dir)
+def test_the_rpc_returns_relevance_scores_in_order_and_applies_filters(published_db):
+    with connect(published_db) as conn:
         rows = conn.execute("select id, score, relevance, relevant, type from search_knowledge(query_text => %s,"
                             " query_embedding => %s, match_count => 8)",
                             ("二次方程式の解き方", FakeEmbedder().embed_query("二次方程式の解き方"))).fetchall()
@@ -200,12 +194,11 @@ def test_the_rpc_returns_relevance_scores_in_order_and_applies_filters(fresh_db,
         assert len(old) == 3
 
 
-def test_search_with_a_database_url_answers_through_the_hybrid_rpc(fresh_db, fake_index_dir):
-    with connect(fresh_db) as conn:
-        publish(conn, fake_index_dir)
+def test_search_with_a_database_url_answers_through_the_hybrid_rpc(published_db, fake_index_dir):
+    with connect(published_db) as conn:
         expected = [r[0] for r in hybrid_search(conn, "たすきがけ", None, 35)]
     index = KnowledgeIndex.open(fake_index_dir, embedder=FakeEmbedder())
-    service = SearchService(index, fresh_db)
+    service = SearchService(index, published_db)
     try:
         found = service.search("たすきがけ", k=5, mode="lexical")
     finally:
@@ -215,13 +208,12 @@ def test_search_with_a_database_url_answers_through_the_hybrid_rpc(fresh_db, fak
     assert found[0].id == expected[0] and {r.id for r in found} <= set(expected)
 
 
-def test_a_database_without_the_hybrid_rpc_still_gives_its_dense_ranking(fresh_db, fake_index_dir, caplog):
-    with connect(fresh_db) as conn:
-        publish(conn, fake_index_dir)
+def test_a_database_without_the_hybrid_rpc_still_gives_its_dense_ranking(published_db, fake_index_dir, caplog):
+    with connect(published_db) as conn:
         conn.execute("drop function search_knowledge(text, vector, int, float, text, text, text, text)")
         conn.commit()
     index = KnowledgeIndex.open(fake_index_dir, embedder=FakeEmbedder())
-    service = SearchService(index, fresh_db)
+    service = SearchService(index, published_db)
     try:
         found = service.search("判別式", k=3)
         again = service.search("判別式", k=3)
@@ -256,20 +248,18 @@ def _common_terms_rule(conn, monkeypatch, share: float, floor: int) -> None:
 QUERIES = ["二次方程式の解き方", "たすきがけで因数分解する", "判別式Dの符号で実数解の個数がわかる", "tasukigake"]
 
 
-def test_a_site_smaller_than_the_floor_scores_every_query_term(fresh_db, fake_index_dir, monkeypatch):
-    with connect(fresh_db) as conn:
-        publish(conn, fake_index_dir)
+def test_a_site_smaller_than_the_floor_scores_every_query_term(published_db, monkeypatch):
+    with connect(published_db) as conn:
         shipped = [hybrid_search(conn, q, FakeEmbedder().embed_query(q), 10) for q in QUERIES]
         _common_terms_rule(conn, monkeypatch, share=1.0, floor=10 ** 9)
         every_term = [hybrid_search(conn, q, FakeEmbedder().embed_query(q), 10) for q in QUERIES]
     assert shipped == every_term
 
 
-def test_on_a_large_site_the_rarest_terms_of_a_query_still_find_its_box(fresh_db, fake_index_dir, monkeypatch):
+def test_on_a_large_site_the_rarest_terms_of_a_query_still_find_its_box(published_db, monkeypatch):
     """With no floor every term in more than 5 % of the chunks goes, as at 100,000 chunks; with no
     share at all, only the MIN_TERMS rarest are scored."""
-    with connect(fresh_db) as conn:
-        publish(conn, fake_index_dir)
+    with connect(published_db) as conn:
         for share in (0.05, 0.0):
             _common_terms_rule(conn, monkeypatch, share=share, floor=0)
             for query in ("たすきがけで因数分解する", "たすきがけ", "tasukigake"):

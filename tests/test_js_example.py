@@ -8,7 +8,6 @@ import shutil
 import socket
 import subprocess
 import threading
-import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -17,9 +16,8 @@ import pytest
 from psycopg import sql
 
 from knowledge_build.search.knowledge_index import join_site_url
-from knowledge_build.store.postgres import connect, publish
 
-from .conftest import ROOT, FakeEmbedder
+from .conftest import ROOT, FakeEmbedder, new_database
 
 pytestmark = pytest.mark.db
 
@@ -127,15 +125,10 @@ def node() -> str:
 
 
 @pytest.fixture(scope="module")
-def database(pg_server, fake_index_dir) -> str:
-    """The sample site (fake vectors) published to a database of its own, shared by this module."""
-    with psycopg.connect(pg_server["url"], autocommit=True) as conn:
-        name = "kb_js_" + uuid.uuid4().hex[:8]
-        conn.execute(f'create database "{name}"')
-    url = pg_server["url"].replace("/postgres?", f"/{name}?")
-    with connect(url) as conn:
-        publish(conn, fake_index_dir)
-    return url
+def database(pg_server, published_template) -> str:
+    """The sample site (fake vectors) published to a database of its own, shared by this module (a copy
+    of the session's template: tests/conftest.py)."""
+    return new_database(pg_server["url"], prefix="kb_js_", template=published_template)
 
 
 @pytest.fixture(scope="module")

@@ -107,24 +107,21 @@ def test_publish_inserts_then_changes_nothing_then_applies_a_diff(fresh_db, tmp_
         assert get_chunk(conn, "一次方程式#rule-transposition")["title"] == "移項の規則"
 
 
-def test_publish_refuses_another_embedder_or_dimension(fresh_db, tmp_path):
-    with connect(fresh_db) as conn:
-        publish(conn, _site_index(tmp_path))
+def test_publish_refuses_another_embedder_or_dimension(published_db, tmp_path):
+    with connect(published_db) as conn:
         with pytest.raises(DatabaseError, match="dimension 64, the artifacts have 32. Migrate by hand"):
             publish(conn, _site_index(tmp_path, name="small", embedder=FakeEmbedder(dim=32)))
 
     class Other(FakeEmbedder):
         model = "other-model/1"
 
-    with connect(fresh_db) as conn:
+    with connect(published_db) as conn:
         with pytest.raises(DatabaseError, match="vectors are not comparable"):
             publish(conn, _site_index(tmp_path, name="other", embedder=Other()))
 
 
-def test_anon_may_read_and_call_the_rpcs_but_not_write(fresh_db, tmp_path):
-    with connect(fresh_db) as conn:
-        publish(conn, _site_index(tmp_path))
-    with psycopg.connect(fresh_db, autocommit=True) as conn:
+def test_anon_may_read_and_call_the_rpcs_but_not_write(published_db):
+    with psycopg.connect(published_db, autocommit=True) as conn:
         conn.execute("set role anon")
         assert conn.execute("select count(*) from knowledge_chunks").fetchone()[0] == 171
         vector = "[" + ",".join(["0.125"] * 64) + "]"
@@ -137,16 +134,14 @@ def test_anon_may_read_and_call_the_rpcs_but_not_write(fresh_db, tmp_path):
                           "insert into knowledge_meta (key, value) values ('build_id', 'x')"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)
-    assert len(_rows(fresh_db)) == 171
+    assert len(_rows(published_db)) == 171
 
 
 LEXICAL_TABLES = ("knowledge_chunk_terms", "knowledge_terms", "knowledge_lexical_stats")
 
 
-def test_anon_may_read_the_lexical_tables_and_call_the_hybrid_rpc_but_write_no_table(fresh_db, tmp_path):
-    with connect(fresh_db) as conn:
-        publish(conn, _site_index(tmp_path))
-    with psycopg.connect(fresh_db, autocommit=True) as conn:
+def test_anon_may_read_the_lexical_tables_and_call_the_hybrid_rpc_but_write_no_table(published_db):
+    with psycopg.connect(published_db, autocommit=True) as conn:
         # every knowledge_* table the migrations made, so that a table added later is checked too
         tables = [r[0] for r in conn.execute("select tablename from pg_tables where schemaname = 'public'"
                                              " and tablename like 'knowledge\\_%' order by 1")]
@@ -173,15 +168,13 @@ def test_anon_may_read_the_lexical_tables_and_call_the_hybrid_rpc_but_write_no_t
                               sql.SQL("delete from {}").format(name), sql.SQL("truncate {}").format(name)):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     conn.execute(statement)
-    with psycopg.connect(fresh_db) as conn:
+    with psycopg.connect(published_db) as conn:
         for table in LEXICAL_TABLES:
             assert conn.execute(sql.SQL("select count(*) from {}").format(sql.Identifier(table))).fetchone()[0] > 0
 
 
-def test_the_publishing_role_may_write_the_lexical_tables(fresh_db, tmp_path):
-    with connect(fresh_db) as conn:
-        publish(conn, _site_index(tmp_path))
-    with psycopg.connect(fresh_db) as conn:  # one transaction, rolled back
+def test_the_publishing_role_may_write_the_lexical_tables(published_db):
+    with psycopg.connect(published_db) as conn:  # one transaction, rolled back
         conn.execute("set local role knowledge_publisher")
         conn.execute("insert into knowledge_terms (term, nums, tfs) values (%s, '{1}', '{1}')", ("t\037zz",))
         conn.execute("insert into knowledge_chunk_terms (num, id, lengths, terms, tfs) values (-1, 'x', '{0,0,0}', '{}', '{}')")
@@ -193,13 +186,11 @@ def test_the_publishing_role_may_write_the_lexical_tables(fresh_db, tmp_path):
         conn.rollback()
 
 
-def test_a_member_of_the_publishing_role_publishes_a_change(fresh_db, tmp_path):
+def test_a_member_of_the_publishing_role_publishes_a_change(published_db, tmp_path):
     """The owner migrates once; from then on a login role in knowledge_publisher publishes (rows,
     terms, statistics), as the README says."""
-    with connect(fresh_db) as conn:
-        publish(conn, _site_index(tmp_path))
-    role = "kb_pub_" + fresh_db.split("/kb_", 1)[1][:8]
-    with psycopg.connect(fresh_db, autocommit=True) as conn:
+    role = "kb_pub_" + published_db.split("/kb_", 1)[1][:8]
+    with psycopg.connect(published_db, autocommit=True) as conn:
         conn.execute(sql.SQL("create role {} login in role knowledge_publisher").format(sql.Identifier(role)))
 
     def edit(root):
@@ -209,13 +200,13 @@ def test_a_member_of_the_publishing_role_publishes_a_change(fresh_db, tmp_path):
         page.write_text(text.replace("そこで使うのが「たすき掛け」です", "そこで使うのが「たすきがけ」です"), encoding="utf-8")
 
     changed = _site_index(tmp_path, edit, name="edited")
-    as_publisher = fresh_db.replace("postgresql://postgres:@", f"postgresql://{role}:@")
-    assert as_publisher != fresh_db
+    as_publisher = published_db.replace("postgresql://postgres:@", f"postgresql://{role}:@")
+    assert as_publisher != published_db
     with connect(as_publisher) as conn:
         assert conn.execute("select current_user").fetchone()[0] == role
         plan = publish(conn, changed)
     assert plan.update and plan.terms == len(plan.update) + len(plan.insert)
-    assert _meta(fresh_db)["build_id"] == json.loads((changed / "manifest.json").read_text())["build_id"]
+    assert _meta(published_db)["build_id"] == json.loads((changed / "manifest.json").read_text())["build_id"]
 
 
 def test_hostile_text_is_data_not_sql(fresh_db, tmp_path):

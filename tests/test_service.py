@@ -102,11 +102,8 @@ def test_after_a_failed_probe_nothing_connects_until_the_next_one_is_due(tmp_pat
 
 
 @pytest.mark.db
-def test_concurrent_database_searches_use_separate_connections(tmp_path, fresh_db, monkeypatch):
-    path = _fake_index(tmp_path)
-    with connect(fresh_db) as conn:
-        publish(conn, path)
-    service = SearchService(_open(path), fresh_db, pool_size=4)
+def test_concurrent_database_searches_use_separate_connections(published_db, fake_index_dir, monkeypatch):
+    service = SearchService(_open(fake_index_dir), published_db, pool_size=4)
     barrier, backends = threading.Barrier(4), []
     original = postgres.hybrid_search  # a hybrid query goes to the hybrid RPC
 
