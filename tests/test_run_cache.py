@@ -114,3 +114,32 @@ def test_once_per_run_makes_a_thing_once_for_every_worker_and_again_after_a_fail
     second = once_per_run(_Factory(tmp_path, "gw1"), "thing", make)
     assert first == second == tmp_path / "thing" / "thing" and made == [tmp_path / "thing"]
     assert not (tmp_path / "thing" / "half").exists()  # the failed attempt's leftovers went first
+
+
+WRITER = """import sys
+import numpy as np
+from knowledge_build.embed.cache import VectorCache
+
+path, name = sys.argv[1], sys.argv[2]
+with VectorCache(path) as cache:
+    for batch in range(150):
+        keys = [f"{name}-{batch}-{row}" for row in range(16)]
+        cache.put_many("fake:writers", {key: np.full(4, batch, np.float32) for key in keys})
+        assert len(cache.get_many("fake:writers", keys, 4)) == 16
+"""
+
+
+def test_three_processes_fill_one_vector_cache_at_once(tmp_path):
+    """What sharing the run's cache across xdist workers and their subprocesses asks of the SQLite file:
+    writers in several processes at once, each batch committed, none refused for a lock."""
+    from knowledge_build.embed.cache import VectorCache
+
+    path = tmp_path / "vectors.sqlite"
+    VectorCache(path).close()
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), name], stderr=subprocess.PIPE, text=True)
+               for name in ("a", "b", "c")]
+    errors = [writer.communicate(timeout=600)[1] for writer in writers]
+    assert [writer.returncode for writer in writers] == [0, 0, 0], errors
+    with VectorCache(path) as cache:
+        keys = [f"{name}-{batch}-{row}" for name in "abc" for batch in range(150) for row in range(16)]
+        assert len(cache.known("fake:writers", keys, 4)) == 3 * 150 * 16
