@@ -143,3 +143,13 @@ def test_three_processes_fill_one_vector_cache_at_once(tmp_path):
     with VectorCache(path) as cache:
         keys = [f"{name}-{batch}-{row}" for name in "abc" for batch in range(150) for row in range(16)]
         assert len(cache.known("fake:writers", keys, 4)) == 3 * 150 * 16
+
+
+def test_the_readme_names_the_persistent_cache_that_ci_keeps():
+    from .conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "`KB_TEST_CACHE` names a folder that keeps that cache between runs" in readme
+    assert 'export KB_TEST_CACHE="${KB_TEST_CACHE:-$HOME/.cache/knowledge-build-tests}"' in ci
+    assert "(`.ci/run` uses\n  `~/.cache/knowledge-build-tests`)" in readme
