@@ -146,7 +146,8 @@ def run_cache(tmp_path_factory) -> Path:
     SQLite files (WAL, a 30 s busy timeout, one short transaction per batch) take writers from several
     processes. One folder for all xdist workers; with KB_TEST_CACHE set, a folder in it per model
     version, kept between runs (never needed for correctness: an empty one is filled as the run goes).
-    Fake vectors never go in it: only `model` tests get it, and LocalLookalike keeps to private caches."""
+    Vectors under the local model's name come only from the model: LocalLookalike (fake vectors under
+    that name) is for tests not marked `model`, whose caches are their own."""
     from knowledge_build.embed.cache import VectorCache
     from knowledge_build.text.token_cache import FILE_NAME as TOKENS_FILE, TokenCache
 
