@@ -7,7 +7,7 @@ INDEX  ?= $(SITE)/_site/knowledge/v2
 QUERY  ?= 二次方程式を公式で解きたい
 SHARED ?= ../shared
 
-.PHONY: index test install install-test jekyll chromium generators node check eval bench bench-retrieval serve report clean
+.PHONY: index test test-unit install install-test jekyll chromium generators node check eval bench bench-retrieval serve report clean
 
 # pip's own output (notices such as setuptools' "Editable installation" one) goes to $(VENV)/pip.log,
 # shown in full when an install fails; a successful install prints one line.
@@ -72,6 +72,15 @@ index: install
 
 test: install-test
 	KB_SHARED_DIR=$(abspath $(SHARED)) $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The unit selection: every test that needs no model, database, browser, generator, corpus or slow tool
+# (pyproject.toml's markers), so it needs only the test extra; it says how long it took.
+UNIT = not model and not db and not browser and not generators and not corpus and not slow
+
+test-unit: $(VENV)/.installed-test
+	@start=$$(date +%s); \
+	KB_SHARED_DIR=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -m "$(UNIT)" $(PYTEST_ARGS); status=$$?; \
+	echo "make test-unit: $$(( $$(date +%s) - start )) s wall"; exit $$status
 
 check: install
 	$(BIN)/knowledge-build check --site $(SITE)

@@ -185,7 +185,7 @@ def private_cache(isolated_env, tmp_path, monkeypatch) -> Path:
 @pytest.fixture(autouse=True)
 def model_only_when_marked(request, monkeypatch):
     """The real model is slow: a test that embeds with it must be marked `model`, so that the unit
-    selection (-m "not model and not db and not corpus") stays fast."""
+    selection (`make test-unit`: -m "not model and not db and … and not slow") stays fast."""
     if request.node.get_closest_marker("model"):
         return
     from knowledge_build.embed import local

@@ -136,6 +136,7 @@ def _manifest(index: Path) -> dict:
     return json.loads((index / "manifest.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 @pytest.mark.model
 def test_action_checks_builds_and_sets_its_outputs(site_repo, restored_home, real_index_dir):
     home = restored_home
@@ -178,6 +179,7 @@ def _checkout(target: Path) -> Path:
     return target
 
 
+@pytest.mark.slow
 @pytest.mark.model
 def test_install_step_installs_the_action_into_a_bare_python_that_then_runs_it(site_repo, restored_home, tmp_path):
     """Every script, the install step included: a new virtualenv with nothing installed stands in for
@@ -192,6 +194,7 @@ def test_install_step_installs_the_action_into_a_bare_python_that_then_runs_it(s
     assert int(outputs["chunk-count"]) > 100
 
 
+@pytest.mark.slow
 @pytest.mark.model
 @pytest.mark.db
 def test_action_publishes_to_the_database_url(site_repo, restored_home, fresh_db):

@@ -138,6 +138,7 @@ def test_the_image_start_command_refuses_to_listen_without_a_token(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.model
 def test_the_image_start_command_serves_health_and_a_tool_call_with_the_token(real_index_dir, tmp_path):
     from mcp import Client

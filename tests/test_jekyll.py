@@ -12,7 +12,7 @@ import pytest
 from knowledge_build import extract, load_config
 
 # The plugin runs the real build, which embeds with the local model.
-pytestmark = pytest.mark.model
+pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -93,6 +93,7 @@ def _runs(log):
 # --- the package --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_gem_holds_the_one_plugin_file_its_readme_and_the_license(gem):
     with tarfile.open(gem["package"]) as outer:
         with tarfile.open(fileobj=outer.extractfile("data.tar.gz"), mode="r:gz") as data:
@@ -102,6 +103,7 @@ def test_the_gem_holds_the_one_plugin_file_its_readme_and_the_license(gem):
     assert files["LICENSE"] == (ROOT / "LICENSE").read_bytes(), "jekyll/LICENSE differs from the repository's"
 
 
+@pytest.mark.slow
 def test_the_gem_version_is_the_packages_and_it_declares_no_runtime_dependency(gem):
     spec = _run(["gem", "spec", str(gem["package"]), "--ruby"], check=True).stdout
     assert f'"{knowledge_build.__version__}"' in spec and 's.version = "' in spec
@@ -122,6 +124,7 @@ def test_the_plugin_runs_the_command_not_the_library():
 # --- a separate site that lists the gem under plugins: ------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.model
 def test_a_site_listing_the_gem_publishes_the_index_with_the_real_tool(gem, tmp_path, real_index_dir, run_cache):
     root = _site(tmp_path / "site")
@@ -140,6 +143,7 @@ def test_a_site_listing_the_gem_publishes_the_index_with_the_real_tool(gem, tmp_
     assert (root / "_site" / "junior" / "二次方程式.html").is_file()
 
 
+@pytest.mark.slow
 def test_a_failing_index_fails_the_build_with_the_tools_message_first(gem, tmp_path):
     root = _site(tmp_path / "site")
     page = root / "junior" / "移項.html"
@@ -155,6 +159,7 @@ def test_a_failing_index_fails_the_build_with_the_tools_message_first(gem, tmp_p
     assert "\tfrom " not in output[:message] and "YOUR SITE COULD NOT BE BUILT" in output[:message]
 
 
+@pytest.mark.slow
 def test_a_missing_command_fails_the_build_saying_how_to_install_it(gem, tmp_path):
     root = _site(tmp_path / "site")
     failed = _jekyll(root, gem["env"], KNOWLEDGE_BUILD_COMMAND=str(tmp_path / "no-such-tool"))
@@ -164,6 +169,7 @@ def test_a_missing_command_fails_the_build_saying_how_to_install_it(gem, tmp_pat
     assert "Install knowledge-build (pip install 'knowledge-build[local]'" in failed.stdout + failed.stderr
 
 
+@pytest.mark.slow
 def test_without_the_gem_jekyll_names_the_missing_plugin(gem, tmp_path):
     root = _site(tmp_path / "site")
     plain = {k: v for k, v in gem["env"].items() if k not in ("GEM_HOME", "GEM_PATH")}
@@ -172,6 +178,7 @@ def test_without_the_gem_jekyll_names_the_missing_plugin(gem, tmp_path):
     assert "you don't have jekyll-knowledge-build or one of its dependencies installed" in failed.stdout + failed.stderr
 
 
+@pytest.mark.slow
 def test_the_gem_and_a_copy_in_plugins_index_once(gem, tmp_path):
     root = _site(tmp_path / "site")
     (root / "_plugins").mkdir()
@@ -182,6 +189,7 @@ def test_the_gem_and_a_copy_in_plugins_index_once(gem, tmp_path):
     assert len(_runs(log)) == 1
 
 
+@pytest.mark.slow
 def test_the_config_keys_reach_the_command(gem, tmp_path):
     root = _site(tmp_path / "site")
     command, log = _recorder(tmp_path)
@@ -196,6 +204,7 @@ def test_the_config_keys_reach_the_command(gem, tmp_path):
                            "--embedder", "openai-compatible", "--base-url", "http://127.0.0.1:8000/v1", "--sections", "off"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting, message", [
     ("knowledge_build: true", "knowledge_build in _config.yml must be a mapping"),
     ("knowledge_build:\n  args: 5", "args under knowledge_build in _config.yml must be a list of arguments, not 5."),
@@ -213,6 +222,7 @@ def test_a_malformed_setting_fails_the_build_with_one_line_and_a_fix(gem, tmp_pa
     assert "Fix: " in line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("line, installed", [
     ('gem "jekyll-knowledge-build"', True),
     (f'gem "jekyll-knowledge-build", path: "{GEM_DIR}"', False),
@@ -228,6 +238,7 @@ def test_a_gemfile_group_jekyll_plugins_loads_the_gem(gem, tmp_path, line, insta
     assert [run[-1] for run in _runs(log)] == [str(root / "_site" / "knowledge" / "v2")]
 
 
+@pytest.mark.slow
 def test_the_default_command_is_knowledge_build_on_the_path(gem, tmp_path):
     root = _site(tmp_path / "site")
     config = root / "_config.yml"
@@ -244,6 +255,7 @@ def test_the_default_command_is_knowledge_build_on_the_path(gem, tmp_path):
     assert len(_runs(log)) == 1
 
 
+@pytest.mark.slow
 def test_fail_on_error_false_turns_a_failed_index_into_a_warning(gem, tmp_path):
     root = _site(tmp_path / "site")
     config = root / "_config.yml"

@@ -62,6 +62,7 @@ def _runs(log):
     return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] if log.exists() else []
 
 
+@pytest.mark.slow
 def test_the_environment_command_overrides_the_configured_one(site, tmp_path):
     log = tmp_path / "runs.jsonl"
     configured = _recorder(site / "tools" / "configured.py", log, "configured")
@@ -73,6 +74,7 @@ def test_the_environment_command_overrides_the_configured_one(site, tmp_path):
     assert runs[0]["args"] == ["build", "--no-progress", "--site", str(site), "--output", str(site / "_site" / "knowledge" / "v2")]
 
 
+@pytest.mark.slow
 def test_a_relative_command_starts_at_the_site_source(site, tmp_path):
     log = tmp_path / "runs.jsonl"
     tool = site / "bin" / "kb"
@@ -86,6 +88,7 @@ def test_a_relative_command_starts_at_the_site_source(site, tmp_path):
     assert runs[0]["args"][-1] == str(site / "_site" / "search" / "index")
 
 
+@pytest.mark.slow
 def test_enabled_false_skips_indexing_and_keep_files_keeps_the_published_index(site, tmp_path):
     log = tmp_path / "runs.jsonl"
     command = f"{sys.executable} {_recorder(tmp_path / 'rec.py', log, 'rec')}"

@@ -91,12 +91,14 @@ def _run_hook(hooks: Path, repo: Path, hook: str, home: Path) -> subprocess.Comp
     return _run_hooks(hooks, repo, home, hook)
 
 
+@pytest.mark.slow
 def test_check_hook_passes_a_site_whose_only_findings_are_warnings(hooks_repo, site_repo, pre_commit_home):
     result = _run_hook(hooks_repo, site_repo, "knowledge-build-check", pre_commit_home)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "knowledge-build check" in result.stdout and "Passed" in result.stdout
 
 
+@pytest.mark.slow
 def test_validate_hook_fails_when_an_indexed_anchor_disappears(hooks_repo, site_repo, pre_commit_home):
     assert _run_hook(hooks_repo, site_repo, "knowledge-build-validate", pre_commit_home).returncode == 0
     page = site_repo / "junior" / "一次方程式.html"
@@ -142,6 +144,7 @@ def tiny_site_repo(tmp_path) -> Path:
     return repo
 
 
+@pytest.mark.slow
 def test_pre_commit_from_a_tag_fails_a_box_without_id_with_its_file_and_line(
         hooks_repo, tiny_site_repo, pre_commit_home):
     result = _run_hooks(hooks_repo, tiny_site_repo, pre_commit_home)

@@ -70,7 +70,7 @@ def test_report_on_the_corpus_counts_its_unanchored_boxes_and_pages(corpus_dir, 
 def test_makefile_has_the_documented_targets():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for target in ("install", "index", "test", "check", "eval", "bench", "bench-retrieval", "serve", "report", "clean"):
+    for target in ("install", "index", "test", "test-unit", "check", "eval", "bench", "bench-retrieval", "serve", "report", "clean"):
         assert re.search(rf"^{target}:", makefile, flags=re.M), target
         assert f"`make {target}`" in readme, target
     if shutil.which("make"):

@@ -61,6 +61,7 @@ def _metadata(wheel: Path) -> str:
         return archive.read(name).decode("utf-8")
 
 
+@pytest.mark.slow
 def test_the_build_prints_no_warning(release):
     assert "warning" not in release["output"].lower(), release["output"]
     assert release["sdist"].name == f"knowledge_build-{knowledge_build.__version__}.tar.gz"
@@ -75,6 +76,7 @@ def test_the_version_is_written_once():
     assert importlib.metadata.version("knowledge-build") == knowledge_build.__version__
 
 
+@pytest.mark.slow
 def test_the_wheel_carries_the_license_and_the_project_metadata(release):
     metadata = _metadata(release["wheel"])
     for line in (f"Version: {knowledge_build.__version__}", "License-Expression: MIT", "License-File: LICENSE",
@@ -123,6 +125,7 @@ def test_the_release_workflow_publishes_a_version_tag_with_trusted_publishing():
     assert "with" not in step or not {"password", "user"} & set(step["with"])  # no token: trusted publishing
 
 
+@pytest.mark.slow
 def test_the_release_workflow_refuses_a_tag_that_names_another_version(release, tmp_path):
     workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "release.yml").read_text(encoding="utf-8"))
     (script,) = [step["run"] for step in workflow["jobs"]["build"]["steps"]
@@ -142,6 +145,7 @@ def test_the_release_workflow_refuses_a_tag_that_names_another_version(release, 
     assert "Fix:" in refused.stdout
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_every_module_and_data_file_of_the_package(wheel):
     shipped = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("knowledge_build/")}
     here = {p.relative_to(ROOT).as_posix() for pattern in DATA for p in PACKAGE.rglob(pattern)
@@ -151,6 +155,7 @@ def test_the_wheel_holds_every_module_and_data_file_of_the_package(wheel):
             "knowledge_build/templates/report.html.j2"} <= shipped
 
 
+@pytest.mark.slow
 @pytest.mark.model
 def test_the_wheel_installed_in_a_fresh_virtualenv_builds_searches_checks_and_serves(wheel, real_index_dir, run_cache,
                                                                                       tmp_path):
