@@ -132,6 +132,7 @@ def test_a_rebuild_replaces_an_earlier_set_through_a_symlink_and_keeps_the_link(
     assert verify_set(link, FakeEmbedder()).build_id == result.artifacts.build_id
 
 
+@pytest.mark.slow
 def test_jekyll_plugin_output_dir_outside_the_destination_is_refused(tmp_path):
     if shutil.which("jekyll") is None:
         pytest.fail("jekyll is not installed; `make test` installs Debian's jekyll package")
