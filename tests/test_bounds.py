@@ -68,7 +68,9 @@ def test_cli_search_and_eval_answer_queries_with_double_hyphens(fake_index_dir, 
     (tmp_path / "q.jsonl").write_text(lines, encoding="utf-8")
     result = cli.invoke(main, ["search", "--index", str(fake_index_dir), "--queries", str(tmp_path / "q.jsonl")])
     assert result.exit_code == 0, result.output
-    assert len(result.output.splitlines()) == len(HOSTILE_QUERIES)
+    # One JSON line per query on stdout (a query without a usable vector also warns, on stderr).
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [a["query"] for a in answers] == HOSTILE_QUERIES
     dataset = tmp_path / "d.jsonl"
     dataset.write_text("".join(json.dumps({"qid": str(i), "query": q, "relevant": ["一次方程式#rule-transposition"]})
                                + "\n" for i, q in enumerate(["x -- y", "2--3", "i--", "--"])), encoding="utf-8")
