@@ -16,6 +16,9 @@ import numpy as np
 import pytest
 from filelock import FileLock
 
+from .run_once import CORPUS_REAL, build_corpus, run_dir_of, start_in_background
+from .run_once import once_per_run as made_once
+
 from .generated_sites.fixtures import generated_index, generated_site  # noqa: F401  (fixtures for every test file)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,24 +109,13 @@ class LocalLookalike(FakeEmbedder):
 
 
 def run_dir(tmp_path_factory) -> Path:
-    """A folder of this run that every process of it shares: under xdist, the controller's base
-    temporary folder (each worker's is a folder in it); in one process, its own."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    """A folder of this run that every process of it shares (see tests/run_once.py)."""
+    return run_dir_of(tmp_path_factory.getbasetemp())
 
 
 def once_per_run(tmp_path_factory, name: str, make: Callable[[Path], Path]) -> Path:
-    """What `make(folder)` returns, made once per run: the first process (xdist worker) to ask makes it
-    in the run's folder `name` while holding a file lock; the others wait for the lock and read the
-    path it recorded (pytest-xdist's "Making session-scoped fixtures execute only once")."""
-    folder = run_dir(tmp_path_factory) / name
-    made = folder / "made.json"
-    with FileLock(f"{folder}.lock"):
-        if not made.is_file():
-            shutil.rmtree(folder, ignore_errors=True)  # what a failed attempt left
-            folder.mkdir()
-            made.write_text(json.dumps(str(make(folder))), encoding="utf-8")
-        return Path(json.loads(made.read_text(encoding="utf-8")))
+    """What `make(folder)` returns, made once per run by whichever process asks first (tests/run_once.py)."""
+    return made_once(run_dir(tmp_path_factory), name, make)
 
 
 def _cache_version() -> str:
@@ -241,13 +233,32 @@ def dev_queries() -> Path:
 
 @pytest.fixture(scope="session")
 def corpus_real_index(corpus_dir, tmp_path_factory, run_cache) -> Path:
-    """The reference corpus built once per run with the real model (a few minutes on 2 cores cold).
-    Read-only. Tests using it carry `xdist_group("corpus-real")`, so they share one worker; the file
-    lock of `once_per_run` makes sure of it for a test that does not."""
-    from knowledge_build import build, load_config
+    """The reference corpus built once per run with the real model (about 500 CPU-seconds cold; the
+    background builder starts it as the run begins, see `corpus_build_in_background`). Read-only."""
+    return once_per_run(tmp_path_factory, CORPUS_REAL, build_corpus(corpus_dir, run_cache))
 
-    return once_per_run(tmp_path_factory, "corpus-real", lambda base: build(load_config(
-        site=corpus_dir, output=base / "v2", cache_dir=run_cache, env={})).output)
+
+@pytest.fixture(scope="session", autouse=True)
+def corpus_build_in_background(request, tmp_path_factory, run_cache):
+    """When the run has a test that needs `corpus_real_index`, the first process to get here starts its
+    build in a helper process, and `pytest_collection_modifyitems` puts those tests last: the build then
+    runs beside the rest of the suite instead of keeping a worker (and the tests after it) waiting. The
+    fixture takes the same lock, so a test that gets there first waits for, or makes, the same index."""
+    needs = any("corpus_real_index" in getattr(item, "fixturenames", ()) for item in request.session.items)
+    if not needs or not CORPUS.is_dir():
+        yield
+        return
+    builder = start_in_background(run_dir(tmp_path_factory), CORPUS_REAL, CORPUS, run_cache)
+    yield
+    if builder is not None and builder.poll() is None:  # the run ended (-x, an interrupt) before the build
+        builder.terminate()
+        builder.wait()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests on the real corpus index go last (stable), so that its background build has the run's
+    first minutes to finish (see `corpus_build_in_background`)."""
+    items.sort(key=lambda item: "corpus_real_index" in getattr(item, "fixturenames", ()))
 
 
 @pytest.fixture(scope="session")
@@ -429,3 +440,31 @@ def browser():
         launched = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"], timeout=timeout_ms)
         yield launched
         launched.close()
+
+
+# --- where the suite's CPU goes (KB_TEST_CPU_LOG) -------------------------------------------------------------
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With KB_TEST_CPU_LOG=<file>, each test's CPU seconds (this process and the children it waited for:
+    set-up, call and tear-down) are appended to <file> as JSON lines: the durations pytest prints are wall
+    time, which on a shared 2-core machine says little about what to make cheaper."""
+    log = os.environ.get("KB_TEST_CPU_LOG")
+    if not log:
+        yield
+        return
+    import resource
+    import time
+
+    def cpu():
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+    (own0, children0), wall0 = cpu(), time.monotonic()
+    yield
+    (own1, children1), wall1 = cpu(), time.monotonic()
+    with open(log, "a", encoding="utf-8") as out:
+        out.write(json.dumps({"test": item.nodeid, "worker": os.environ.get("PYTEST_XDIST_WORKER", "-"),
+                              "cpu": round(own1 - own0, 2), "children": round(children1 - children0, 2),
+                              "wall": round(wall1 - wall0, 2)}) + "\n")

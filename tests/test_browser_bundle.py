@@ -205,7 +205,6 @@ def test_chromium_analyses_and_ranks_as_python_does(browser, served):
 @pytest.mark.browser
 @pytest.mark.corpus
 @pytest.mark.model
-@pytest.mark.xdist_group("corpus-real")
 def test_the_first_query_on_the_reference_corpus_transfers_at_most_150_kb(browser, corpus_real_index, dev_queries):
     """README: the first query on the reference corpus fetches at most 150 KB (modules, entry point, shards,
     records), counted by a real server on 127.0.0.1; each dev query alone stays under it too."""

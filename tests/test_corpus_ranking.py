@@ -6,7 +6,7 @@ import pytest
 
 from knowledge_build import KnowledgeIndex
 
-pytestmark = [pytest.mark.model, pytest.mark.corpus, pytest.mark.xdist_group("corpus-real")]
+pytestmark = [pytest.mark.model, pytest.mark.corpus]
 
 
 @pytest.fixture(scope="module")

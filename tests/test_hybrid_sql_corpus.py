@@ -10,7 +10,7 @@ from knowledge_build.evaluation.evaluate import evaluate, load_dataset
 from knowledge_build.serve.service import SearchService
 from knowledge_build.store.postgres import connect, dense_search, hybrid_search, publish
 
-pytestmark = [pytest.mark.model, pytest.mark.corpus, pytest.mark.db, pytest.mark.xdist_group("corpus-real")]
+pytestmark = [pytest.mark.model, pytest.mark.corpus, pytest.mark.db, pytest.mark.xdist_group("corpus-sql")]
 
 
 @pytest.fixture(scope="module")

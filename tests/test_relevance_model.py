@@ -11,7 +11,7 @@ from knowledge_build.cli import main
 
 from .conftest import ROOT
 
-pytestmark = [pytest.mark.model, pytest.mark.corpus, pytest.mark.xdist_group("corpus-real")]
+pytestmark = [pytest.mark.model, pytest.mark.corpus]
 
 EVAL = ROOT / "data" / "eval"
 

@@ -158,7 +158,6 @@ def test_a_database_holding_another_build_is_not_an_outage(tmp_path, fresh_db, c
 @pytest.mark.db
 @pytest.mark.model
 @pytest.mark.corpus
-@pytest.mark.xdist_group("corpus-real")
 def test_database_and_artifacts_paths_agree_on_50_corpus_queries(dev_queries, corpus_real_index, fresh_db):
     with connect(fresh_db) as conn:
         publish(conn, corpus_real_index)
