@@ -70,8 +70,11 @@ index: install
 	$(BIN)/knowledge-build build --site $(SITE)
 	$(BIN)/knowledge-build search "$(QUERY)" --index $(INDEX)
 
+# PYTHONDONTWRITEBYTECODE is cleared for the suite: with it set (some machines' environments do), every one of
+# its Python processes (workers and the CLI subprocesses tests start) compiles the package, and pytest rewrites
+# every test module, from source again; the bytecode goes to the __pycache__ folders git ignores.
 test: install-test
-	KB_SHARED_DIR=$(abspath $(SHARED)) $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= KB_SHARED_DIR=$(abspath $(SHARED)) $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # The unit selection: every test that needs no model, database, browser, generator, corpus or slow tool
 # (pyproject.toml's markers), so it needs only the test extra; it says how long it took.
@@ -79,7 +82,7 @@ UNIT = not model and not db and not browser and not generators and not corpus an
 
 test-unit: $(VENV)/.installed-test
 	@start=$$(date +%s); \
-	KB_SHARED_DIR=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -m "$(UNIT)" $(PYTEST_ARGS); status=$$?; \
+	PYTHONDONTWRITEBYTECODE= KB_SHARED_DIR=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -m "$(UNIT)" $(PYTEST_ARGS); status=$$?; \
 	echo "make test-unit: $$(( $$(date +%s) - start )) s wall"; exit $$status
 
 check: install
