@@ -238,11 +238,12 @@ def test_the_cli_search_reads_the_database_hybrid(fresh_db, real_index_dir):
 
 def _common_terms_rule(conn, monkeypatch, share: float, floor: int) -> None:
     """search_knowledge made again with another rule for the terms too common to score."""
-    from knowledge_build.store.postgres import migration_sql, table_dimension
+    from knowledge_build.store.db_functions import function_files
+    from knowledge_build.store.postgres import table_dimension
 
     monkeypatch.setattr(lexical, "COMMON_SHARE", share)
     monkeypatch.setattr(lexical, "COMMON_FLOOR", floor)
-    conn.execute(dict(migration_sql(table_dimension(conn)))["006_hybrid"])
+    conn.execute({f.name: f for f in function_files(table_dimension(conn))}["search"].apply_sql())
 
 
 QUERIES = ["二次方程式の解き方", "たすきがけで因数分解する", "判別式Dの符号で実数解の個数がわかる", "tasukigake"]

@@ -44,29 +44,36 @@ def connect(url: str, connect_timeout: float = 5.0, statement_timeout_ms: int | 
 # --- migrations ----------------------------------------------------------------------------
 
 
-def migration_sql(dim: int) -> list[tuple[str, str]]:
-    """(version, SQL) of every shipped migration, in order, with the vector dimension filled in."""
+def render(text: str, dim: int) -> str:
+    """A migration's or a function file's SQL with its placeholders filled in from Python: the vector
+    dimension, the public functions' input limits (the CLI's, migration 009) and the search settings."""
     from ..search.knowledge_index import MAX_MATCH_COUNT, MAX_QUERY_CHARS
     from ..search.ranking import SearchSettings
     from .lexical import sql_tokens
 
-    folder = resources.files("knowledge_build.store").joinpath("migrations")
-    files = sorted((f.name, f.read_text(encoding="utf-8")) for f in folder.iterdir() if f.name.endswith(".sql"))
-    # The public functions' input limits are the CLI's (migration 009): the same constants, rendered.
     tokens = {DIM_TOKEN: str(int(dim)), "__MAX_QUERY_CHARS__": str(int(MAX_QUERY_CHARS)),
               "__MAX_MATCH_COUNT__": str(int(MAX_MATCH_COUNT)), **sql_tokens(SearchSettings())}
-    out = []
-    for name, text in files:
-        for token, value in tokens.items():
-            text = text.replace(token, value)
-        out.append((name.removesuffix(".sql"), text))
-    return out
+    for token, value in tokens.items():
+        text = text.replace(token, value)
+    return text
+
+
+def migration_sql(dim: int) -> list[tuple[str, str]]:
+    """(version, SQL) of every shipped migration, in order, with the vector dimension filled in. The
+    migrations are frozen; the functions are in store/functions (db_functions.py)."""
+    folder = resources.files("knowledge_build.store").joinpath("migrations")
+    files = sorted((f.name, f.read_text(encoding="utf-8")) for f in folder.iterdir() if f.name.endswith(".sql"))
+    return [(name.removesuffix(".sql"), render(text, dim)) for name, text in files]
 
 
 def migrate(conn, dim: int, progress: bool = False) -> list[str]:
-    """Apply the migrations not yet recorded, in one transaction. Returns what was applied. `progress`:
-    a line on stderr as each starts (one may rebuild an index: minutes on a large table)."""
+    """Apply the migrations not yet recorded, then the function files (store/functions) whose rendered
+    text the database has not recorded, in one transaction. Returns what was applied (versions, then
+    `functions/<name>`). `progress`: a line on stderr as each starts (one may rebuild an index: minutes
+    on a large table)."""
     import sys
+
+    from . import db_functions
 
     applied_now = []
     with conn.transaction():
@@ -84,13 +91,25 @@ def migrate(conn, dim: int, progress: bool = False) -> list[str]:
                 "Migrate by hand: drop table knowledge_chunks (or alter column embedding type "
                 f"vector({dim}) after deleting its rows), delete the '002_chunks' and '003_functions' rows "
                 "of knowledge_migrations, then publish again.")
-        for version, sql in migration_sql(dim):
-            if version not in done:
-                if progress:
-                    print(f"migrating: applying {version}", file=sys.stderr, flush=True)
-                conn.execute(sql)
-                conn.execute("insert into knowledge_migrations (version) values (%s)", (version,))
-                applied_now.append(version)
+        pending = [(version, sql) for version, sql in migration_sql(dim) if version not in done]
+        # A migration that writes or grants functions (003, 006, 009) runs with today's functions in place and
+        # without checking bodies (an older migration's SQL function may name one made later); the files
+        # are then all applied again, checked against today's schema.
+        touching = any(db_functions.touches_functions(sql) for _, sql in pending)
+        checks = conn.execute("select current_setting('check_function_bodies')").fetchone()[0]
+        if touching:
+            conn.execute("select set_config('check_function_bodies', 'off', true)")
+            if existing is not None:
+                db_functions.prepare(conn, dim)
+        for version, sql in pending:
+            if progress:
+                print(f"migrating: applying {version}", file=sys.stderr, flush=True)
+            db_functions.drop_defined(conn, sql)
+            conn.execute(sql)
+            conn.execute("insert into knowledge_migrations (version) values (%s)", (version,))
+            applied_now.append(version)
+        conn.execute("select set_config('check_function_bodies', %s, true)", (checks,))
+        applied_now += db_functions.apply(conn, dim, every=touching, progress=progress)
     from pgvector.psycopg import register_vector
 
     register_vector(conn)

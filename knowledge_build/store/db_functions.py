@@ -1,0 +1,148 @@
+"""The database's functions as repeatable files (store/functions/*.sql), apart from the frozen migrations.
+
+A versioned migration runs once and is recorded by name, so a function written in one never changes in a
+database that applied an earlier text. Every function therefore lives in a repeatable file, rendered with
+the same placeholders as the migrations (postgres.py `render`), and `apply` runs a file again whenever the
+sha256 of its rendered text differs from the one `knowledge_functions` (migration 010) records: inside the
+caller's transaction, its functions' existing overloads dropped first (a changed signature or return type
+cannot be replaced), then created, with the file's own grants. `outdated` is what `health` and
+`validate --database-url` report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+from .postgres import DatabaseError, render
+
+TABLE = "knowledge_functions"
+ROLES = ("anon", "authenticated", "knowledge_publisher")  # the roles the files grant to (migrations 004, 009)
+_CREATE = re.compile(r"^create or replace function (\w+)\s*\(", re.MULTILINE)
+_TOUCHES = re.compile(r"create or replace function|on function", re.IGNORECASE)
+
+
+def fix(dim: int | None) -> str:
+    """The line that says how to bring a database's functions up to this version."""
+    dim_option = f" --dim {dim}" if dim else " --dim N"
+    return (f"run 'knowledge-build db migrate{dim_option} --database-url URL' (or 'knowledge-build publish') as "
+            "the database's owner: it applies the functions of this version in one transaction")
+
+
+@dataclass(frozen=True)
+class FunctionFile:
+    name: str  # the file's stem: `search` for functions/search.sql
+    sql: str  # rendered
+    functions: tuple[str, ...]  # the names it creates
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.sql.encode("utf-8")).hexdigest()
+
+    def apply_sql(self) -> str:
+        """The file as it runs: its functions' overloads dropped (by name, whatever their signature), the
+        roles its grants name made when missing (as 004 and 009 make them), then the file."""
+        names = ", ".join(f"'{name}'" for name in self.functions)
+        roles = "\n".join(f"    if not exists (select from pg_roles where rolname = '{role}') then\n"
+                          f"        create role {role} nologin;\n    end if;" for role in ROLES)
+        return ("do $$\ndeclare\n    f regprocedure;\nbegin\n" + roles + "\n"
+                "    for f in select p.oid::regprocedure from pg_proc as p\n"
+                "             where p.pronamespace = current_schema()::regnamespace\n"
+                f"               and p.proname in ({names}) loop\n"
+                "        execute format('drop function %s', f);\n    end loop;\nend\n$$;\n\n" + self.sql)
+
+
+def touches_functions(sql: str) -> bool:
+    """Whether a versioned migration creates or grants functions (003, 004, 006, 009)."""
+    return bool(_TOUCHES.search(sql))
+
+
+def function_files(dim: int) -> list[FunctionFile]:
+    """Every repeatable file, in name order (a file may use the functions of the files before it)."""
+    folder = resources.files("knowledge_build.store").joinpath("functions")
+    out = []
+    for entry in sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name):
+        sql = render(entry.read_text(encoding="utf-8"), dim)
+        out.append(FunctionFile(entry.name.removesuffix(".sql"), sql, tuple(dict.fromkeys(_CREATE.findall(sql)))))
+    return out
+
+
+def recorded(conn) -> dict[str, str] | None:
+    """name -> sha256 the database records; None when this role may not read them."""
+    if conn.execute(f"select to_regclass('{TABLE}')").fetchone()[0] is None:
+        return {}
+    if not conn.execute(f"select has_table_privilege('{TABLE}', 'select')").fetchone()[0]:
+        return None
+    return dict(conn.execute(f"select name, sha256 from {TABLE}").fetchall())
+
+
+def outdated(conn, dim: int | None = None) -> list[str] | None:
+    """The files whose functions in the database are older than this version's (recorded hash differs, or
+    none recorded), by name; None when it cannot tell (no published table, or this role may not read the
+    record)."""
+    from .postgres import table_dimension
+
+    dim = dim or table_dimension(conn)
+    if dim is None:
+        return None
+    record = recorded(conn)
+    if record is None:
+        return None
+    return [f.name for f in function_files(dim) if record.get(f.name) != f.sha256]
+
+
+def apply(conn, dim: int, every: bool = False, progress: bool = False) -> list[str]:
+    """Apply the files whose rendered text the database has not recorded (all of them when `every`: after
+    a versioned migration, which may have replaced a function), inside the caller's transaction. Returns
+    `functions/<name>` of each applied. DatabaseError, and nothing applied, when this role may not."""
+    import sys
+
+    import psycopg
+
+    record = {} if every else (recorded(conn) or {})
+    applied = []
+    for file in function_files(dim):
+        if record.get(file.name) == file.sha256:
+            continue
+        if progress:
+            print(f"migrating: applying functions/{file.name}", file=sys.stderr, flush=True)
+        try:
+            conn.execute(file.apply_sql())
+            conn.execute(f"insert into {TABLE} (name, sha256) values (%s, %s) on conflict (name) do update"
+                         " set sha256 = excluded.sha256, applied_at = now()", (file.name, file.sha256))
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise DatabaseError(
+                f"the database's functions (functions/{file.name}.sql) are older than this version of "
+                f"knowledge-build, and this role may not replace them ({str(exc).strip().splitlines()[0]}). "
+                f"Fix: {fix(dim)}, then publish again") from exc
+        applied.append(f"functions/{file.name}")
+    return applied
+
+
+def prepare(conn, dim: int) -> None:
+    """Before pending versioned migrations on a database that has the chunks table: today's functions,
+    so that an older migration's grants find the functions they name (009 grants knowledge_cut, which a
+    database that applied the first text of 006 lacks). Best effort, in a savepoint: `apply` after the
+    migrations is what counts."""
+    import psycopg
+
+    try:
+        with conn.transaction():
+            for file in function_files(dim):
+                conn.execute(file.apply_sql())
+    except psycopg.Error:
+        pass
+
+
+def drop_defined(conn, sql: str) -> None:
+    """Drop every overload of the functions a versioned migration creates, before it runs: its
+    `create or replace` then cannot clash with a signature or return type a later text gave them (the
+    functions are all made again from the repeatable files after the migrations)."""
+    names = list(dict.fromkeys(_CREATE.findall(sql)))
+    if not names:
+        return
+    for (signature,) in conn.execute("select p.oid::regprocedure::text from pg_proc as p where p.pronamespace ="
+                                     " current_schema()::regnamespace and p.proname = any(%s)", (names,)).fetchall():
+        conn.execute(f"drop function {signature}")
