@@ -15,15 +15,12 @@ from .verify import check_entry, checked, read_places, read_records, read_shard
 
 
 def type_weights(query: str, entry: dict) -> list[float]:
-    """Per type code, the multiplier of a row's score for this query: the type's prior, and the intent
-    boost for the one type the query names (an example named lifts examples to weight 1); 1 for a row
-    of no known type (code 255)."""
+    """Per type code, the multiplier of a row's score for this query: the type's prior, or its weight when
+    named for the one type the query names (the bundle's type-prior table: ranking.type_priors); 1 for a
+    row of no known type (code 255)."""
     folded = fold(query)
     named = [i for i, t in enumerate(entry["types"]) if any(w in folded for w in t["words"])]
-    weights = [t["weight"] for t in entry["types"]]
-    if len(named) == 1:
-        wanted = named[0]
-        weights[wanted] = 1.0 if entry["types"][wanted]["value"] == "example" else entry["intent_boost"]
+    weights = [t["named"] if [i] == named else t["weight"] for i, t in enumerate(entry["types"])]
     return weights + [1.0] * (256 - len(weights))
 
 
