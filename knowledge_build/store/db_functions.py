@@ -19,16 +19,14 @@ from importlib import resources
 from .postgres import DatabaseError, render
 
 TABLE = "knowledge_functions"
-ROLES = ("anon", "authenticated", "knowledge_publisher")  # the roles the files grant to (migrations 004, 009)
 _CREATE = re.compile(r"^create or replace function (\w+)\s*\(", re.MULTILINE)
-_TOUCHES = re.compile(r"create or replace function|on function", re.IGNORECASE)
+_TOUCHES = re.compile(r"create or replace function", re.IGNORECASE)
 
 
 def fix(dim: int | None) -> str:
     """The line that says how to bring a database's functions up to this version."""
-    dim_option = f" --dim {dim}" if dim else " --dim N"
-    return (f"run 'knowledge-build db migrate{dim_option} --database-url URL' (or 'knowledge-build publish') as "
-            "the database's owner: it applies the functions of this version in one transaction")
+    return (f"run 'knowledge-build db migrate --dim {dim or 'N'}' or 'knowledge-build publish' as the database's "
+            "owner: either applies this version's functions in one transaction")
 
 
 @dataclass(frozen=True)
@@ -42,12 +40,10 @@ class FunctionFile:
         return hashlib.sha256(self.sql.encode("utf-8")).hexdigest()
 
     def apply_sql(self) -> str:
-        """The file as it runs: its functions' overloads dropped (by name, whatever their signature), the
-        roles its grants name made when missing (as 004 and 009 make them), then the file."""
+        """The file as it runs: its functions' existing overloads dropped first (by name, whatever their
+        signature or return type: `create or replace` cannot change those), then the file, grants included."""
         names = ", ".join(f"'{name}'" for name in self.functions)
-        roles = "\n".join(f"    if not exists (select from pg_roles where rolname = '{role}') then\n"
-                          f"        create role {role} nologin;\n    end if;" for role in ROLES)
-        return ("do $$\ndeclare\n    f regprocedure;\nbegin\n" + roles + "\n"
+        return ("do $$\ndeclare\n    f regprocedure;\nbegin\n"
                 "    for f in select p.oid::regprocedure from pg_proc as p\n"
                 "             where p.pronamespace = current_schema()::regnamespace\n"
                 f"               and p.proname in ({names}) loop\n"
@@ -55,7 +51,7 @@ class FunctionFile:
 
 
 def touches_functions(sql: str) -> bool:
-    """Whether a versioned migration creates or grants functions (003, 004, 006, 009)."""
+    """Whether a versioned migration creates functions (003, 006, 009)."""
     return bool(_TOUCHES.search(sql))
 
 
@@ -93,6 +89,24 @@ def outdated(conn, dim: int | None = None) -> list[str] | None:
     return [f.name for f in function_files(dim) if record.get(f.name) != f.sha256]
 
 
+def report(conn) -> dict:
+    """What `health` and `validate --database-url` say of the database's functions: `functions` is
+    "current", "outdated" or None (cannot tell), `outdated` the files, `fix` the line to run."""
+    from .postgres import table_dimension
+
+    dim = table_dimension(conn)
+    files = outdated(conn, dim)
+    state = None if files is None else ("outdated" if files else "current")
+    return {"functions": state, "outdated": files or [], "fix": fix(dim) if files else None}
+
+
+def message(found: dict) -> str:
+    """One sentence naming the outdated files."""
+    names = ", ".join(f"functions/{name}.sql" for name in found["outdated"])
+    return (f"the database's functions are older than this version of knowledge-build ({names}): it ranks and "
+            "checks queries by an older rule")
+
+
 def apply(conn, dim: int, every: bool = False, progress: bool = False) -> list[str]:
     """Apply the files whose rendered text the database has not recorded (all of them when `every`: after
     a versioned migration, which may have replaced a function), inside the caller's transaction. Returns
@@ -116,33 +130,7 @@ def apply(conn, dim: int, every: bool = False, progress: bool = False) -> list[s
             raise DatabaseError(
                 f"the database's functions (functions/{file.name}.sql) are older than this version of "
                 f"knowledge-build, and this role may not replace them ({str(exc).strip().splitlines()[0]}). "
-                f"Fix: {fix(dim)}, then publish again") from exc
+                f"Fix: ask the database's owner to run 'knowledge-build db migrate --dim {dim}', then publish "
+                "again") from exc
         applied.append(f"functions/{file.name}")
     return applied
-
-
-def prepare(conn, dim: int) -> None:
-    """Before pending versioned migrations on a database that has the chunks table: today's functions,
-    so that an older migration's grants find the functions they name (009 grants knowledge_cut, which a
-    database that applied the first text of 006 lacks). Best effort, in a savepoint: `apply` after the
-    migrations is what counts."""
-    import psycopg
-
-    try:
-        with conn.transaction():
-            for file in function_files(dim):
-                conn.execute(file.apply_sql())
-    except psycopg.Error:
-        pass
-
-
-def drop_defined(conn, sql: str) -> None:
-    """Drop every overload of the functions a versioned migration creates, before it runs: its
-    `create or replace` then cannot clash with a signature or return type a later text gave them (the
-    functions are all made again from the repeatable files after the migrations)."""
-    names = list(dict.fromkeys(_CREATE.findall(sql)))
-    if not names:
-        return
-    for (signature,) in conn.execute("select p.oid::regprocedure::text from pg_proc as p where p.pronamespace ="
-                                     " current_schema()::regnamespace and p.proname = any(%s)", (names,)).fetchall():
-        conn.execute(f"drop function {signature}")

@@ -16,6 +16,8 @@ from ..errors import KnowledgeBuildError
 
 DIM_TOKEN = "__DIM__"
 PUBLISH_LOCK = 7_305_001  # pg_advisory_xact_lock key: one publisher at a time
+FROZEN_AT = "010_repeatable_functions"  # from here on no migration is edited (tests/test_migrations_frozen.py)
+EDITED_BEFORE_FREEZE = ("006_hybrid",)  # 13 texts in its history; a database that lacks 010 runs today's again
 _FIELDS = ("id", "material", "anchor", "url", "title", "content", "excerpt", "learns", "learns_source", "type",
            "category", "level", "prerequisites", "content_hash")
 
@@ -91,25 +93,23 @@ def migrate(conn, dim: int, progress: bool = False) -> list[str]:
                 "Migrate by hand: drop table knowledge_chunks (or alter column embedding type "
                 f"vector({dim}) after deleting its rows), delete the '002_chunks' and '003_functions' rows "
                 "of knowledge_migrations, then publish again.")
-        pending = [(version, sql) for version, sql in migration_sql(dim) if version not in done]
-        # A migration that writes or grants functions (003, 006, 009) runs with today's functions in place and
-        # without checking bodies (an older migration's SQL function may name one made later); the files
-        # are then all applied again, checked against today's schema.
-        touching = any(db_functions.touches_functions(sql) for _, sql in pending)
-        checks = conn.execute("select current_setting('check_function_bodies')").fetchone()[0]
-        if touching:
-            conn.execute("select set_config('check_function_bodies', 'off', true)")
-            if existing is not None:
-                db_functions.prepare(conn, dim)
+        shipped = migration_sql(dim)
+        pending = [(version, sql) for version, sql in shipped if version not in done]
+        if FROZEN_AT not in done:
+            # Migrations edited in place before they were frozen (010) run again, today's text, before the
+            # pending ones: a database may have applied any earlier text (their statements are idempotent).
+            pending = [(version, sql) for version, sql in shipped if version in EDITED_BEFORE_FREEZE
+                       and version in done] + pending
         for version, sql in pending:
             if progress:
                 print(f"migrating: applying {version}", file=sys.stderr, flush=True)
-            db_functions.drop_defined(conn, sql)
             conn.execute(sql)
-            conn.execute("insert into knowledge_migrations (version) values (%s)", (version,))
+            if version not in done:
+                conn.execute("insert into knowledge_migrations (version) values (%s)", (version,))
             applied_now.append(version)
-        conn.execute("select set_config('check_function_bodies', %s, true)", (checks,))
-        applied_now += db_functions.apply(conn, dim, every=touching, progress=progress)
+        # A migration that writes functions (003, 006, 009) may have replaced today's: then every file again.
+        every = any(db_functions.touches_functions(sql) for _, sql in pending)
+        applied_now += db_functions.apply(conn, dim, every=every, progress=progress)
     from pgvector.psycopg import register_vector
 
     register_vector(conn)

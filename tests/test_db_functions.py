@@ -1,0 +1,166 @@
+"""The database's functions reach every database (issue 39): they live in repeatable files
+(store/functions/*.sql) that migrate and publish apply again whenever their rendered text differs from
+the sha256 the database records, and `health` and `validate --database-url` say when a database's
+functions are older than the code. The database here applied the FIRST committed text of 006 (commit
+834b9f6, kept in tests/data: CI may clone shallowly; 001-005 have not changed since and are pinned)."""
+
+from __future__ import annotations
+
+import json
+import string
+from pathlib import Path
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+
+from knowledge_build import KnowledgeIndex, SearchService
+from knowledge_build.cli import main
+from knowledge_build.store import db_functions, lexical
+from knowledge_build.store.postgres import connect, hybrid_search, migration_sql, publish, render
+
+from .conftest import FakeEmbedder
+
+pytestmark = pytest.mark.db
+
+HISTORY = Path(__file__).parent / "data" / "migrations_834b9f6"
+DIM = 64  # the fake embedder's
+
+
+def _migrate_at_the_first_006(url: str) -> None:
+    """001-005 as shipped and 006 as first committed, rendered as that version did (its fold was one
+    table, `__FOLD_FROM__`/`__FOLD_TO__`), each recorded by name: a database left by that version."""
+    old_fold = {"__FOLD_FROM__": lexical._e_string(string.ascii_uppercase + lexical._KATAKANA + lexical.SEPARATORS),
+                "__FOLD_TO__": lexical._e_string(string.ascii_lowercase + lexical._HIRAGANA
+                                                 + " " * len(lexical.SEPARATORS))}
+    first_006 = (HISTORY / "006_hybrid.sql").read_text(encoding="utf-8")
+    for token, value in old_fold.items():
+        first_006 = first_006.replace(token, value)
+    steps = [(v, sql) for v, sql in migration_sql(DIM) if v < "006"] + [("006_hybrid", render(first_006, DIM))]
+    with psycopg.connect(url) as conn:
+        for version, sql in steps:
+            conn.execute(sql)
+            conn.execute("insert into knowledge_migrations (version) values (%s)", (version,))
+
+
+def _health(index_dir: Path, url: str) -> dict:
+    service = SearchService(KnowledgeIndex.open(index_dir, embedder=FakeEmbedder()), url, build_check_interval=0)
+    try:
+        service.search("たすきがけ")
+        return service.health()
+    finally:
+        service.close()
+
+
+def _recorded(url: str) -> dict[str, tuple[str, object]]:
+    with psycopg.connect(url) as conn:
+        return {name: (digest, at) for name, digest, at in
+                conn.execute("select name, sha256, applied_at from knowledge_functions")}
+
+
+def test_a_database_at_the_first_006_gets_todays_functions_on_one_publish(fresh_db, fake_index_dir, site_dir):
+    _migrate_at_the_first_006(fresh_db)
+    long_query = "あ" * 2001
+    with psycopg.connect(fresh_db) as conn:
+        # that version's hybrid RPC: no input checks (009), so a 2,001-character query is just run
+        assert conn.execute("select count(*) from search_knowledge(query_text => %s)", (long_query,)).fetchone()
+    before = _health(fake_index_dir, fresh_db)
+    assert before["database_functions"] == "outdated"
+    assert before["database_functions_outdated"] == ["checks", "lexical", "search"]
+    assert before["database_functions_fix"].startswith("run 'knowledge-build db migrate --dim 64' or "
+                                                       "'knowledge-build publish' as the database's owner")
+    checked = CliRunner().invoke(main, ["validate", "--site", str(site_dir), "--database-url", fresh_db,
+                                        "--format", "json"])
+    found = [d for d in json.loads(checked.stdout)["diagnostics"] if d["rule"] == "database-functions"]
+    assert len(found) == 1 and found[0]["severity"] == "warning", checked.output
+    assert "functions/checks.sql, functions/lexical.sql, functions/search.sql" in found[0]["message"]
+    assert "knowledge-build db migrate --dim 64" in found[0]["fix"]
+
+    published = CliRunner().invoke(main, ["publish", "--index", str(fake_index_dir), "--database-url", fresh_db])
+    assert published.exit_code == 0, published.output
+    assert "migrating: applying functions/search" in published.stderr.splitlines()
+
+    expected = {f.name: f.sha256 for f in db_functions.function_files(DIM)}
+    assert {name: digest for name, (digest, _) in _recorded(fresh_db).items()} == expected
+    with connect(fresh_db) as conn:
+        rows = hybrid_search(conn, "たすきがけ", FakeEmbedder().embed_query("たすきがけ"), 5)
+        assert rows[0][0] == "因数分解#method-tasukigake"
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="the limit is 2,000"):
+            hybrid_search(conn, long_query, None, 5)
+    after = _health(fake_index_dir, fresh_db)
+    assert after["database_functions"] == "current" and after["database_functions_fix"] is None
+    assert after["backend"] == "database"
+    checked = CliRunner().invoke(main, ["validate", "--site", str(site_dir), "--database-url", fresh_db])
+    assert "database-functions" not in checked.output
+
+
+def test_publishing_again_with_the_same_code_applies_no_function(published_db, fake_index_dir):
+    before = _recorded(published_db)
+    assert set(before) == {"checks", "lexical", "search"}
+    again = CliRunner().invoke(main, ["publish", "--index", str(fake_index_dir), "--database-url", published_db])
+    assert again.exit_code == 0, again.output
+    assert "migrating" not in again.stderr
+    assert _recorded(published_db) == before
+    migrated = CliRunner().invoke(main, ["db", "migrate", "--dim", "64", "--database-url", published_db])
+    assert migrated.output == "Nothing to apply: the schema and its functions are up to date.\n"
+    assert _recorded(published_db) == before
+
+
+def _grants(conn):
+    """(function, role, may execute) of every function of the tool and the three roles."""
+    return conn.execute("select p.oid::regprocedure::text, r.rolname, has_function_privilege(r.oid, p.oid, 'execute')"
+                            " from pg_proc p cross join pg_roles r where (p.proname like 'knowledge\\_%' or"
+                            " p.proname in ('search_knowledge', 'get_chunk_by_id', 'list_concepts'))"
+                            " and r.rolname in ('anon', 'authenticated', 'knowledge_publisher') order by 1, 2").fetchall()
+
+
+def test_a_changed_function_file_is_applied_again_by_db_migrate(published_db, monkeypatch):
+    """A rule the functions render (here the common-terms share) changes their text: migrate applies
+    that file again, and the public roles keep exactly their grants."""
+
+    with psycopg.connect(published_db) as conn:
+        granted = _grants(conn)
+    before = _recorded(published_db)
+    monkeypatch.setattr(lexical, "COMMON_SHARE", 0.5)
+    migrated = CliRunner().invoke(main, ["db", "migrate", "--dim", "64", "--database-url", published_db])
+    assert migrated.output == "Applied functions/search.\n"
+    after = _recorded(published_db)
+    assert after["search"][0] != before["search"][0] and after["lexical"] == before["lexical"]
+    with psycopg.connect(published_db) as conn:
+        assert _grants(conn) == granted
+        source = conn.execute("select prosrc from pg_proc where proname = 'search_knowledge' and pronargs = 8")
+        assert "greatest(0.5 * docs" in source.fetchone()[0]
+
+
+def test_a_publisher_cannot_replace_outdated_functions_and_is_told_who_can(published_db, fake_index_dir):
+    role = "kb_fn_" + published_db.split("/kb_", 1)[1][:8]
+    with psycopg.connect(published_db, autocommit=True) as conn:
+        conn.execute(f'create role "{role}" login in role knowledge_publisher')
+        conn.execute("update knowledge_functions set sha256 = 'older' where name = 'lexical'")
+    as_publisher = published_db.replace("postgresql://postgres:@", f"postgresql://{role}:@")
+    result = CliRunner().invoke(main, ["publish", "--index", str(fake_index_dir), "--database-url", as_publisher])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert ("Error: the database's functions (functions/lexical.sql) are older than this version of knowledge-build,"
+            " and this role may not replace them") in result.output
+    assert "Fix: ask the database's owner to run 'knowledge-build db migrate --dim 64', then publish again" in result.output
+    assert _recorded(published_db)["lexical"][0] == "older"
+
+
+def test_a_function_whose_return_type_changed_is_replaced_with_its_grants(published_db, monkeypatch):
+    """`create or replace` cannot change a return type: the file's functions are dropped first."""
+    with psycopg.connect(published_db) as conn:
+        granted = _grants(conn)
+    rendered = db_functions.render
+
+    def with_a_new_column(text, dim):
+        return rendered(text, dim).replace("relevance float, relevant boolean\n)", "relevance float, relevant boolean,"
+                                           " probe int\n)")
+
+    monkeypatch.setattr(db_functions, "render", with_a_new_column)
+    migrated = CliRunner().invoke(main, ["db", "migrate", "--dim", "64", "--database-url", published_db])
+    assert migrated.output == "Applied functions/search.\n", migrated.output
+    with psycopg.connect(published_db) as conn:
+        result = conn.execute("select pg_get_function_result(p.oid) from pg_proc p where proname = 'search_knowledge'"
+                              " and pronargs = 8").fetchall()
+        assert len(result) == 1 and result[0][0].endswith("relevant boolean, probe integer)")
+        assert _grants(conn) == granted
