@@ -1,8 +1,9 @@
 """The database's functions reach every database (issue 39): they live in repeatable files
 (store/functions/*.sql) that migrate and publish apply again whenever their rendered text differs from
 the sha256 the database records, and `health` and `validate --database-url` say when a database's
-functions are older than the code. The database here applied the FIRST committed text of 006 (commit
-834b9f6, kept in tests/data: CI may clone shallowly; 001-005 have not changed since and are pinned)."""
+functions are older than the code. The databases here applied earlier texts of 006, the first (834b9f6)
+among them (tests/data/006_history, from git history: CI may clone shallowly; 001-005 have not changed
+since and are pinned)."""
 
 from __future__ import annotations
 
@@ -23,17 +24,30 @@ from .conftest import FakeEmbedder
 
 pytestmark = pytest.mark.db
 
-HISTORY = Path(__file__).parent / "data" / "migrations_834b9f6"
+HISTORY = Path(__file__).parent / "data" / "006_history"
 DIM = 64  # the fake embedder's
+# What a database at each earlier 006 lacks (tests/data/006_history/README.md), by catalog query.
+MISSING = {"knowledge_expansions": "select to_regclass('knowledge_expansions')",
+           "knowledge_cut": "select to_regproc('knowledge_cut')",
+           "df": "select attname from pg_attribute where attrelid = 'knowledge_terms'::regclass and attname = 'df'",
+           "knowledge_passes": "select to_regproc('knowledge_passes')"}
+LACKS = {"834b9f6": ["knowledge_expansions", "knowledge_cut", "df", "knowledge_passes"],
+         "a089026": ["knowledge_cut", "df", "knowledge_passes"], "5a6cf97": ["df", "knowledge_passes"],
+         "362b0c8": ["knowledge_passes"], "cda4a58": []}
 
 
-def _migrate_at_the_first_006(url: str) -> None:
-    """001-005 as shipped and 006 as first committed, rendered as that version did (its fold was one
-    table, `__FOLD_FROM__`/`__FOLD_TO__`), each recorded by name: a database left by that version."""
+def _lacking(url: str) -> list[str]:
+    with psycopg.connect(url) as conn:
+        return [name for name, query in MISSING.items() if (conn.execute(query).fetchone() or (None,))[0] is None]
+
+
+def _migrate_at_006(url: str, commit: str = "834b9f6") -> None:
+    """001-005 as shipped and 006 as it was at `commit`, rendered as that version did (its fold was one
+    table, `__FOLD_FROM__`/`__FOLD_TO__`, until 5a6cf97), each recorded by name: a database left by it."""
     old_fold = {"__FOLD_FROM__": lexical._e_string(string.ascii_uppercase + lexical._KATAKANA + lexical.SEPARATORS),
                 "__FOLD_TO__": lexical._e_string(string.ascii_lowercase + lexical._HIRAGANA
                                                  + " " * len(lexical.SEPARATORS))}
-    first_006 = (HISTORY / "006_hybrid.sql").read_text(encoding="utf-8")
+    first_006 = (HISTORY / f"006_hybrid_at_{commit}.sql").read_text(encoding="utf-8")
     for token, value in old_fold.items():
         first_006 = first_006.replace(token, value)
     steps = [(v, sql) for v, sql in migration_sql(DIM) if v < "006"] + [("006_hybrid", render(first_006, DIM))]
@@ -59,7 +73,7 @@ def _recorded(url: str) -> dict[str, tuple[str, object]]:
 
 
 def test_a_database_at_the_first_006_gets_todays_functions_on_one_publish(fresh_db, fake_index_dir, site_dir):
-    _migrate_at_the_first_006(fresh_db)
+    _migrate_at_006(fresh_db)
     long_query = "あ" * 2001
     with psycopg.connect(fresh_db) as conn:
         # that version's hybrid RPC: no input checks (009), so a 2,001-character query is just run
@@ -92,6 +106,21 @@ def test_a_database_at_the_first_006_gets_todays_functions_on_one_publish(fresh_
     assert after["backend"] == "database"
     checked = CliRunner().invoke(main, ["validate", "--site", str(site_dir), "--database-url", fresh_db])
     assert "database-functions" not in checked.output
+
+
+@pytest.mark.parametrize("commit", sorted(LACKS))
+def test_a_database_at_an_earlier_006_gets_todays_schema_and_functions_on_one_publish(fresh_db, fake_index_dir,
+                                                                                      commit):
+    _migrate_at_006(fresh_db, commit)
+    assert _lacking(fresh_db) == LACKS[commit]
+    with connect(fresh_db) as conn:
+        publish(conn, fake_index_dir)
+        expected = {f.name: f.sha256 for f in db_functions.function_files(DIM)}
+        assert db_functions.outdated(conn) == [] and dict(db_functions.recorded(conn)) == expected
+        assert hybrid_search(conn, "tasukigake", None, 5)[0][0] == "因数分解#method-tasukigake"
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="the limit is 2,000"):
+            hybrid_search(conn, "あ" * 2001, None, 5)
+    assert _lacking(fresh_db) == []
 
 
 def test_publishing_again_with_the_same_code_applies_no_function(published_db, fake_index_dir):
