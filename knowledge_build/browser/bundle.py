@@ -168,6 +168,15 @@ def _excerpt(text: str) -> str:
     return re.sub(r"\\[(\[].*$", "…", text)
 
 
+def type_entries(types: list[str]) -> list[dict]:
+    """The entry point's types: value, label, the type-prior table's weight and weight when named
+    (ranking.type_priors), and the folded words by which a query names the kind."""
+    priors = type_priors(SearchSettings())
+    return [{"value": t, "label": TYPE_LABELS.get(t, t), "weight": priors.get(t, (1.0, 1.0))[0],
+             "named": priors.get(t, (1.0, 1.0))[1], "words": [fold(w) for w in BY_TYPE[t].words] if t in BY_TYPE else []}
+            for t in types]
+
+
 EXTENSIONS = {"t": "bin", "r": "json", "p": "bin"}
 
 
@@ -238,7 +247,6 @@ def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings) -> dic
         files[file_name("r", digest(data))] = data
         record_names.append(digest(data))
     types = [t for t in TYPES if any(c.type == t for c in chunks)]
-    priors = type_priors(SearchSettings())
     levels = sorted({c.level for c in chunks if c.level})
     first: dict[str, int] = {}
     place = np.array([row - first.setdefault(c.url, row) for row, c in enumerate(chunks)], dtype=np.int64)
@@ -252,10 +260,7 @@ def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings) -> dic
         "format": FORMAT, "rows": n, "fields": list(FIELDS), "weights": [WEIGHTS[f] for f in FIELDS],
         "scales": scales, "shards": pack(shard_names), "records": {"rows": size, "files": pack(record_names)},
         "places": pack([digest(rows)]),
-        # The type-prior table (ranking.type_priors): a type's weight, and its weight when the query names it.
-        "types": [{"value": t, "label": TYPE_LABELS.get(t, t), "weight": priors.get(t, (1.0, 1.0))[0],
-                   "named": priors.get(t, (1.0, 1.0))[1],
-                   "words": [fold(w) for w in BY_TYPE[t].words] if t in BY_TYPE else []} for t in types],
+        "types": type_entries(types),
         "romaji": romaji_table(),  # THE romaji syllable table (data/romaji.json), which the box reads romaji with
         "levels": [{"value": v, "label": v} for v in levels],
         "thesaurus": {fold(w): list(ts) for w, ts in sorted(thesaurus.items())},

@@ -24,6 +24,18 @@ def type_weights(query: str, entry: dict) -> list[float]:
     return weights + [1.0] * (256 - len(weights))
 
 
+def leads_by_place(ranked, place_of, k: int) -> list:
+    """The first `k` places of `ranked` (best first), each led by its best item: search/places.py's leads."""
+    seen, leads = set(), []
+    for item in ranked:
+        if len(leads) == k:
+            break
+        if place_of(item) not in seen:
+            seen.add(place_of(item))
+            leads.append(item)
+    return leads
+
+
 @dataclass
 class BrowserResult:
     row: int
@@ -104,14 +116,7 @@ class BrowserIndex:
         if level is not None:
             code = levels.index(level) if level in levels else -1
             scores = {r: s for r, s in scores.items() if self.level_codes[r] == code}
-        seen, leads = set(), []
-        for row in sorted(scores, key=lambda r: (-scores[r], r)):
-            if self.place[row] in seen:
-                continue
-            seen.add(self.place[row])
-            leads.append(row)
-            if len(leads) == k:
-                break
+        leads = leads_by_place(sorted(scores, key=lambda r: (-scores[r], r)), lambda row: self.place[row], k)
         return [self._result(row, scores[row]) for row in leads]
 
     def _result(self, row: int, score: float) -> BrowserResult:

@@ -46,7 +46,7 @@ def read(word: str) -> str | None:
         return None
     while i < len(word):
         c, after = word[i], word[i + 1:i + 2]
-        if c == "n" and after == "n":  # rule 1: nn
+        if c == "n" and after == "n" and word[i + 2:i + 3] != "y":  # rule 1: nn (not before y)
             out.append(data["n"])
             i += 2
         elif c == "n" and (not after or after not in vowels + "y"):  # rule 2: n before a consonant, at the end

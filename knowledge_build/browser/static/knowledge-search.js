@@ -41,7 +41,7 @@ function syllables(t) {
   return spell.get(t);
 }
 
-// A lower-case word read by text/romaji.py's four rules (nn; n before a consonant or at the end; a doubled
+// A lower-case word read by text/romaji.py's four rules (nn, not before y; n before a consonant or at the end; a doubled
 // letter or t before ch; the longest syllable), or null when it is not romaji.
 export function readRomaji(word, t) {
   const found = syllables(t);
@@ -49,7 +49,7 @@ export function readRomaji(word, t) {
   if (word.length < 2) return null;
   while (i < word.length) {
     const c = word[i], next = word[i + 1];
-    if (c === "n" && next === "n") { out += t.n; i += 2; continue; }
+    if (c === "n" && next === "n" && word[i + 2] !== "y") { out += t.n; i += 2; continue; }
     if (c === "n" && (next === undefined || !(t.vowels + "y").includes(next))) { out += t.n; i += 1; continue; }
     if (t.doubled.includes(c) && (next === c || (c === "t" && word.slice(i + 1, i + 3) === "ch"))) { out += t.sokuon; i += 1; continue; }
     const size = [3, 2, 1].find((n) => i + n <= word.length && found[word.slice(i, i + n)] !== undefined);
@@ -276,6 +276,27 @@ async function verified(data, expected, name) {
   return data;
 }
 
+// Per type code, a row's multiplier for this query from the bundle's type-prior table (ranking.type_priors):
+// the type's weight, or its weight when named for the one type the query names; 1 for no known type.
+export function typeWeights(types, query) {
+  const folded = fold(query);
+  const named = types.map((t, i) => (t.words.some((w) => folded.includes(w)) ? i : -1)).filter((i) => i >= 0);
+  const weights = types.map((t, i) => (named.length === 1 && named[0] === i ? t.named : t.weight));
+  return (code) => (code < weights.length ? weights[code] : 1);
+}
+
+// The first k places of `ranked` ([row, score], best first), each led by its best row (search/places.py).
+export function leadsByPlace(ranked, placeOf, k) {
+  const seen = new Set(), leads = [];
+  for (const item of ranked) {
+    if (leads.length === k) break;
+    if (seen.has(placeOf(item))) continue;
+    seen.add(placeOf(item));
+    leads.push(item);
+  }
+  return leads;
+}
+
 export async function open(base) {
   // SubtleCrypto exists only in a secure context: rather than search files it cannot check, the box says so.
   if (!globalThis.crypto?.subtle) {
@@ -324,13 +345,6 @@ export async function open(base) {
     return { found, body, reading };
   }
 
-  function typeWeights(query) {
-    const folded = fold(query);
-    const named = entry.types.map((t, i) => (t.words.some((w) => folded.includes(w)) ? i : -1)).filter((i) => i >= 0);
-    const weights = entry.types.map((t, i) => (named.length === 1 && named[0] === i ? t.named : t.weight));
-    return (code) => (code < weights.length ? weights[code] : 1);
-  }
-
   async function search(query, { k = 8, type = null, level = null } = {}) {
     if (!query || !query.trim()) return [];
     const n = [...query].length;
@@ -338,7 +352,7 @@ export async function open(base) {
     const [{ found, body, reading }, info] = await Promise.all([scores(query), rowInfo()]);
     const typeCode = type === null ? null : entry.types.findIndex((t) => t.value === type);
     const levelCode = level === null ? null : entry.levels.findIndex((v) => v.value === level);
-    const weight = typeWeights(query);
+    const weight = typeWeights(entry.types, query);
     const ranked = [];
     for (const [row, score] of found) {
       if (typeCode !== null && info.types[row] !== typeCode) continue;
@@ -346,13 +360,7 @@ export async function open(base) {
       ranked.push([row, type === null ? score * weight(info.types[row]) : score]);
     }
     ranked.sort((a, b) => b[1] - a[1] || a[0] - b[0]);
-    const seen = new Set(), leads = [];
-    for (const [row, score] of ranked) {
-      if (seen.has(info.place[row])) continue;
-      seen.add(info.place[row]);
-      leads.push([row, score]);
-      if (leads.length === k) break;
-    }
+    const leads = leadsByPlace(ranked, ([row]) => info.place[row], k);
     const held = await Promise.all(leads.map(([row]) => records(Math.floor(row / size))));
     return leads.map(([row, score], i) => {
       const [id, link, title, typeValue, levelValue, learns, excerpt] = held[i][row % size];
