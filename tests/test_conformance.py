@@ -88,3 +88,18 @@ def test_the_python_engines_pass_the_corpus(engine):
             failed.append(f"{case['where']} {case['rule']} {case['input']!r}: got {got!r}, "
                           f"expected {expected_for(case, engine)!r}")
     assert not failed, f"{len(failed)} of {len(cases)} cases:\n" + "\n".join(failed)
+
+
+def test_the_sql_renderings_hold_the_same_tables():
+    """What the database receives (romaji_sql_values, type_priors_sql_values) is the tables Python reads."""
+    import json
+
+    from knowledge_build.text.romaji import hiragana, romaji_sql_values, syllables
+
+    rendered = romaji_sql_values()
+    assert rendered.startswith("'") and rendered.endswith("'::jsonb")
+    value = json.loads(rendered[1:-len("'::jsonb")].replace("''", "'"))
+    assert value["syllables"] == {k: hiragana(v) for k, v in syllables().items()} and value["n"] == "ん"
+    assert value["sokuon"] == "っ" and value["vowels"] == "aiueo"
+    rows = ranking.type_priors_sql_values(ranking.SearchSettings())
+    assert rows.count("(") == len(TYPES) and "('example', 0.5, 1.0)" in rows and "('rule', 1.0, 1.2)" in rows

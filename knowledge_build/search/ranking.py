@@ -143,3 +143,10 @@ def type_weights(query: str, settings: SearchSettings) -> dict[str, float]:
     """Multipliers of the fused score by chunk type for this query (type_priors; a type missing here weighs 1)."""
     wanted = intended_type(query)
     return {type_: named if type_ == wanted else weight for type_, (weight, named) in type_priors(settings).items()}
+
+
+def type_priors_sql_values(settings: SearchSettings) -> str:
+    """The type-prior table as the rows of an SQL VALUES list, `('rule', 1.0, 1.2), …` (type, weight,
+    weight_when_named): what the database's priors read, rendered from type_priors as the other constants are."""
+    return ", ".join(f"('{type_}', {float(weight)!r}, {float(named)!r})"
+                     for type_, (weight, named) in type_priors(settings).items())
