@@ -8,6 +8,7 @@ since and are pinned)."""
 from __future__ import annotations
 
 import json
+import logging
 import string
 from pathlib import Path
 
@@ -58,12 +59,26 @@ def _migrate_at_006(url: str, commit: str = "834b9f6") -> None:
 
 
 def _health(index_dir: Path, url: str) -> dict:
+    """health() after two searches, and the warnings about functions logged meanwhile."""
     service = SearchService(KnowledgeIndex.open(index_dir, embedder=FakeEmbedder()), url, build_check_interval=0)
+    handler = _Collect()
+    logging.getLogger("knowledge_build.service").addHandler(handler)
     try:
         service.search("たすきがけ")
-        return service.health()
+        service.search("判別式")
+        return {**service.health(), "warnings": [m for m in handler.messages if "functions are older" in m]}
     finally:
+        logging.getLogger("knowledge_build.service").removeHandler(handler)
         service.close()
+
+
+class _Collect(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
 
 
 def _recorded(url: str) -> dict[str, tuple[str, object]]:
@@ -81,6 +96,7 @@ def test_a_database_at_the_first_006_gets_todays_functions_on_one_publish(fresh_
     before = _health(fake_index_dir, fresh_db)
     assert before["database_functions"] == "outdated"
     assert before["database_functions_outdated"] == ["checks", "lexical", "search"]
+    assert len(before["warnings"]) == 1 and before["warnings"][0].endswith(before["database_functions_fix"])
     assert before["database_functions_fix"].startswith("run 'knowledge-build db migrate --dim 64' or "
                                                        "'knowledge-build publish' as the database's owner")
     checked = CliRunner().invoke(main, ["validate", "--site", str(site_dir), "--database-url", fresh_db,
@@ -103,6 +119,7 @@ def test_a_database_at_the_first_006_gets_todays_functions_on_one_publish(fresh_
             hybrid_search(conn, long_query, None, 5)
     after = _health(fake_index_dir, fresh_db)
     assert after["database_functions"] == "current" and after["database_functions_fix"] is None
+    assert after["warnings"] == []
     assert after["backend"] == "database"
     checked = CliRunner().invoke(main, ["validate", "--site", str(site_dir), "--database-url", fresh_db])
     assert "database-functions" not in checked.output
@@ -193,3 +210,24 @@ def test_a_function_whose_return_type_changed_is_replaced_with_its_grants(publis
                               " and pronargs = 8").fetchall()
         assert len(result) == 1 and result[0][0].endswith("relevant boolean, probe integer)")
         assert _grants(conn) == granted
+
+
+def test_a_function_file_that_fails_leaves_every_function_and_record_as_it_was(published_db, monkeypatch):
+    """One transaction: the file before the failing one is not left applied either."""
+    with psycopg.connect(published_db) as conn:
+        conn.execute("update knowledge_functions set sha256 = 'older'")
+        sources = conn.execute("select p.oid::regprocedure::text, prosrc from pg_proc p order by 1").fetchall()
+    before = _recorded(published_db)
+    rendered = db_functions.render
+
+    def broken_search(text, dim):
+        out = rendered(text, dim)
+        return out.replace("returns setof knowledge_chunks", "returns setof no_such_table") if "get_chunk_by_id" in out \
+            else out
+
+    monkeypatch.setattr(db_functions, "render", broken_search)
+    migrated = CliRunner().invoke(main, ["db", "migrate", "--dim", "64", "--database-url", published_db])
+    assert migrated.exit_code == 1 and "no_such_table" in migrated.output and "Traceback" not in migrated.output
+    assert _recorded(published_db) == before
+    with psycopg.connect(published_db) as conn:
+        assert conn.execute("select p.oid::regprocedure::text, prosrc from pg_proc p order by 1").fetchall() == sources

@@ -2,7 +2,7 @@
 
 A versioned migration runs once and is recorded by name, so a function written in one never changes in a
 database that applied an earlier text. Every function therefore lives in a repeatable file, rendered with
-the same placeholders as the migrations (postgres.py `render`), and `apply` runs a file again whenever the
+the same placeholders as the migrations (`render`), and `apply` runs a file again whenever the
 sha256 of its rendered text differs from the one `knowledge_functions` (migration 010) records: inside the
 caller's transaction, its functions' existing overloads dropped first (a changed signature or return type
 cannot be replaced), then created, with the file's own grants. `outdated` is what `health` and
@@ -16,11 +16,33 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-from .postgres import DatabaseError, render
+from .common import DatabaseError
+
+DIM_TOKEN = "__DIM__"
 
 TABLE = "knowledge_functions"
 _CREATE = re.compile(r"^create or replace function (\w+)\s*\(", re.MULTILINE)
 _TOUCHES = re.compile(r"create or replace function", re.IGNORECASE)
+
+
+def render(text: str, dim: int) -> str:
+    """A migration's or a function file's SQL with its placeholders filled in from Python: the vector
+    dimension, the public functions' input limits (the CLI's, migration 009) and the search settings."""
+    from ..search.knowledge_index import MAX_MATCH_COUNT, MAX_QUERY_CHARS
+    from ..search.ranking import SearchSettings
+    from .lexical import sql_tokens
+
+    tokens = {DIM_TOKEN: str(int(dim)), "__MAX_QUERY_CHARS__": str(int(MAX_QUERY_CHARS)),
+              "__MAX_MATCH_COUNT__": str(int(MAX_MATCH_COUNT)), **sql_tokens(SearchSettings())}
+    for token, value in tokens.items():
+        text = text.replace(token, value)
+    return text
+
+
+def table_dimension(conn) -> int | None:
+    row = conn.execute("select a.atttypmod from pg_attribute a where a.attrelid = to_regclass('knowledge_chunks')"
+                       " and a.attname = 'embedding'").fetchone()
+    return int(row[0]) if row else None
 
 
 def fix(dim: int | None) -> str:
@@ -78,8 +100,6 @@ def outdated(conn, dim: int | None = None) -> list[str] | None:
     """The files whose functions in the database are older than this version's (recorded hash differs, or
     none recorded), by name; None when it cannot tell (no published table, or this role may not read the
     record)."""
-    from .postgres import table_dimension
-
     dim = dim or table_dimension(conn)
     if dim is None:
         return None
@@ -92,8 +112,6 @@ def outdated(conn, dim: int | None = None) -> list[str] | None:
 def report(conn) -> dict:
     """What `health` and `validate --database-url` say of the database's functions: `functions` is
     "current", "outdated" or None (cannot tell), `outdated` the files, `fix` the line to run."""
-    from .postgres import table_dimension
-
     dim = table_dimension(conn)
     files = outdated(conn, dim)
     state = None if files is None else ("outdated" if files else "current")
@@ -129,8 +147,18 @@ def apply(conn, dim: int, every: bool = False, progress: bool = False) -> list[s
         except psycopg.errors.InsufficientPrivilege as exc:
             raise DatabaseError(
                 f"the database's functions (functions/{file.name}.sql) are older than this version of "
-                f"knowledge-build, and this role may not replace them ({str(exc).strip().splitlines()[0]}). "
+                f"knowledge-build, and this role may not replace them ({_first_line(exc)}). "
                 f"Fix: ask the database's owner to run 'knowledge-build db migrate --dim {dim}', then publish "
                 "again") from exc
+        except psycopg.Error as exc:
+            raise DatabaseError(
+                f"functions/{file.name}.sql failed in the database ({_first_line(exc)}); nothing was applied: the "
+                "migrations and the functions are one transaction. Fix: correct the file (or the constants it "
+                "renders), then migrate again") from exc
         applied.append(f"functions/{file.name}")
     return applied
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -13,17 +13,15 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KnowledgeBuildError
+from .common import DatabaseError
+from . import db_functions
+from .db_functions import DIM_TOKEN, render, table_dimension  # noqa: F401 (DIM_TOKEN: re-exported)
 
-DIM_TOKEN = "__DIM__"
 PUBLISH_LOCK = 7_305_001  # pg_advisory_xact_lock key: one publisher at a time
 FROZEN_AT = "010_repeatable_functions"  # from here on no migration is edited (tests/test_migrations_frozen.py)
 EDITED_BEFORE_FREEZE = ("006_hybrid",)  # 13 texts in its history; a database that lacks 010 runs today's again
 _FIELDS = ("id", "material", "anchor", "url", "title", "content", "excerpt", "learns", "learns_source", "type",
            "category", "level", "prerequisites", "content_hash")
-
-
-class DatabaseError(KnowledgeBuildError):
-    """The database cannot be used as asked; the message says how to fix it."""
 
 
 def connect(url: str, connect_timeout: float = 5.0, statement_timeout_ms: int | None = None):
@@ -46,20 +44,6 @@ def connect(url: str, connect_timeout: float = 5.0, statement_timeout_ms: int | 
 # --- migrations ----------------------------------------------------------------------------
 
 
-def render(text: str, dim: int) -> str:
-    """A migration's or a function file's SQL with its placeholders filled in from Python: the vector
-    dimension, the public functions' input limits (the CLI's, migration 009) and the search settings."""
-    from ..search.knowledge_index import MAX_MATCH_COUNT, MAX_QUERY_CHARS
-    from ..search.ranking import SearchSettings
-    from .lexical import sql_tokens
-
-    tokens = {DIM_TOKEN: str(int(dim)), "__MAX_QUERY_CHARS__": str(int(MAX_QUERY_CHARS)),
-              "__MAX_MATCH_COUNT__": str(int(MAX_MATCH_COUNT)), **sql_tokens(SearchSettings())}
-    for token, value in tokens.items():
-        text = text.replace(token, value)
-    return text
-
-
 def migration_sql(dim: int) -> list[tuple[str, str]]:
     """(version, SQL) of every shipped migration, in order, with the vector dimension filled in. The
     migrations are frozen; the functions are in store/functions (db_functions.py)."""
@@ -74,8 +58,6 @@ def migrate(conn, dim: int, progress: bool = False) -> list[str]:
     `functions/<name>`). `progress`: a line on stderr as each starts (one may rebuild an index: minutes
     on a large table)."""
     import sys
-
-    from . import db_functions
 
     applied_now = []
     with conn.transaction():
@@ -103,7 +85,7 @@ def migrate(conn, dim: int, progress: bool = False) -> list[str]:
         for version, sql in pending:
             if progress:
                 print(f"migrating: applying {version}", file=sys.stderr, flush=True)
-            conn.execute(sql)
+            _run_migration(conn, version, sql)
             if version not in done:
                 conn.execute("insert into knowledge_migrations (version) values (%s)", (version,))
             applied_now.append(version)
@@ -116,10 +98,20 @@ def migrate(conn, dim: int, progress: bool = False) -> list[str]:
     return applied_now
 
 
-def table_dimension(conn) -> int | None:
-    row = conn.execute("select a.atttypmod from pg_attribute a where a.attrelid = to_regclass('knowledge_chunks')"
-                       " and a.attname = 'embedding'").fetchone()
-    return int(row[0]) if row else None
+def _run_migration(conn, version: str, sql: str) -> None:
+    import psycopg
+
+    try:
+        conn.execute(sql)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise DatabaseError(f"migration {version} needs the database owner's rights ({str(exc).strip()}); nothing "
+                            "was applied. Fix: run 'knowledge-build db migrate' (or publish) once as the owner; "
+                            "members of knowledge_publisher publish after that") from exc
+    except psycopg.Error as exc:
+        raise DatabaseError(f"migration {version} failed in the database ({str(exc).strip().splitlines()[0]}); "
+                            "nothing was applied: the migrations are one transaction. Fix: check that the database is"
+                            " PostgreSQL with pgvector and holds only what knowledge-build made, then migrate again") \
+            from exc
 
 
 def meta(conn) -> dict[str, str]:
