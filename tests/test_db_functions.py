@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from knowledge_build import KnowledgeIndex, SearchService
 from knowledge_build.cli import main
 from knowledge_build.store import db_functions, lexical
-from knowledge_build.store.postgres import connect, hybrid_search, migration_sql, publish, render
+from knowledge_build.store.postgres import connect, hybrid_search, migrate, migration_sql, publish, render
 
 from .conftest import FakeEmbedder
 
@@ -231,3 +231,14 @@ def test_a_function_file_that_fails_leaves_every_function_and_record_as_it_was(p
     assert _recorded(published_db) == before
     with psycopg.connect(published_db) as conn:
         assert conn.execute("select p.oid::regprocedure::text, prosrc from pg_proc p order by 1").fetchall() == sources
+
+
+def test_the_sql_for_the_editor_leaves_a_fresh_database_with_current_functions(fresh_db):
+    """`db sql` (pasted into Supabase's SQL editor) records the functions as migrate does."""
+    printed = CliRunner().invoke(main, ["db", "sql", "--dim", "64"])
+    assert printed.exit_code == 0
+    with psycopg.connect(fresh_db) as conn:
+        conn.execute(printed.output)
+        assert db_functions.outdated(conn) == []
+    with connect(fresh_db) as conn:
+        assert migrate(conn, DIM) == []
