@@ -8,10 +8,12 @@ that implements the rule (RULE_ENGINES) is named in one or the other, so a diffe
 Engines: "artifacts" (Python: search/, text/ja.py), "box" (knowledge-search.js, run by node in
 tests/test_conformance_js.py, and its Python mirror browser/analysis.py, browser/search.py) and "database"
 (the SQL functions). Runners: tests/test_conformance.py (artifacts and the box's mirror),
-tests/test_conformance_js.py (the box under node); a database runner calls `cases_for("database")` and,
-per rule, the SQL function that implements it (romaji: knowledge_romaji per [a-z]+ word, read together;
-fold: knowledge_fold; numerals: the fold's numeral rule; type_weight: the priors of search_knowledge;
-fusion, relevance, places: the functions pulled out of search_knowledge), comparing with `matches`.
+tests/test_conformance_js.py (the box under node), tests/test_conformance_sql.py (the database: migrated on the
+test server, never published), which runs `cases_for("database")` through the SQL function that implements
+each rule (store/functions/*.sql): romaji: knowledge_romaji per [a-z]+ word of knowledge_fold, read together;
+fold and numerals: knowledge_fold (its knowledge_numerals); type_weight: knowledge_type_weight with
+knowledge_intended_type; fusion: knowledge_fused per channel, summed; relevance: knowledge_evidence,
+knowledge_best_evidence, knowledge_relevance; places: none in SQL (SQL_ELSEWHERE says which engine serves it).
 
 Rules and inputs:
 - romaji: text -> the katakana of its romaji words read together ("" when none);
@@ -36,6 +38,13 @@ RULE_ENGINES = {
     "romaji": ENGINES, "fold": ENGINES, "numerals": ("box", "database"), "lemmas": ("artifacts",),
     "query_texts": ("box",), "type_weight": ENGINES, "fusion": ("artifacts", "database"),
     "relevance": ("artifacts", "database"), "places": ENGINES,
+}
+
+# The database's rules that no SQL function of its own serves, each with the engine that serves it there:
+# the database runner (tests/test_conformance_sql.py) leaves them out and says so.
+SQL_ELSEWHERE = {
+    "places": "search_knowledge returns ranked rows; one result per place is SearchService's (search/places.py, "
+              "the artifacts' function), run on the database's rows",
 }
 
 

@@ -3,10 +3,39 @@
 -- below come from it). A repeatable file: re-applied whole whenever its rendered text differs from the
 -- one the database recorded (store/db_functions.py).
 
--- NFKC, ASCII lower case, every separator a space: a text cut into runs, its kana as written.
+-- A run of kanji numerals as its number (text/ja.py kanji_number): without a unit (十百千) its digits read
+-- positionally (一二〇 -> 120); else each unit times the digit before it (1 without one) plus the last digit
+-- (二十三 -> 23, 百二 -> 102). Text, not an integer, so that a long run cannot overflow.
+create or replace function knowledge_number(run text) returns text
+language sql immutable strict parallel safe
+as $$
+    select case when run !~ '[十百千]'
+        then coalesce(nullif(ltrim(translate(run, '〇一二三四五六七八九', '0123456789'), '0'), ''), '0')
+        else ((select coalesce(sum(case when right(u[1], 1) in ('', '〇') then 1
+                                        else translate(right(u[1], 1), '一二三四五六七八九', '123456789')::numeric end
+                                   * case u[2] when '十' then 10 when '百' then 100 else 1000 end), 0)
+               from regexp_matches(run, '([〇一二三四五六七八九]*)([十百千])', 'g') as m(u))
+              + case when right(run, 1) ~ '[〇一二三四五六七八九]'
+                     then translate(right(run, 1), '〇一二三四五六七八九', '0123456789')::numeric else 0 end)::text
+    end
+$$;
+
+-- Every run of kanji numerals in a text as its number (二十三 -> 23, 百分率 -> 100分率): text/ja.py numerals.
+create or replace function knowledge_numerals(t text) returns text
+language sql immutable strict parallel safe
+as $$
+    select case when t !~ '[〇一二三四五六七八九十百千]' then t else (
+        select string_agg(case when r[1] ~ '^[〇一二三四五六七八九十百千]' then knowledge_number(r[1]) else r[1] end,
+                          '' order by o)
+        from regexp_matches(t, '[〇一二三四五六七八九十百千]+|[^〇一二三四五六七八九十百千]+', 'g')
+             with ordinality as m(r, o)) end
+$$;
+
+-- NFKC, kanji numerals as numbers, ASCII lower case, every separator a space: a text cut into runs, its kana
+-- as written (store/lexical.py's fold, before its katakana).
 create or replace function knowledge_cut(t text) returns text
 language sql immutable strict parallel safe
-as $$ select translate(normalize(t, NFKC), __CUT_FROM__, __CUT_TO__) $$;
+as $$ select translate(knowledge_numerals(normalize(t, NFKC)), __CUT_FROM__, __CUT_TO__) $$;
 
 -- knowledge_cut, then katakana as hiragana: what the terms are made of (store/lexical.py's fold).
 create or replace function knowledge_fold(t text) returns text
@@ -23,70 +52,54 @@ as $$
     where r <> ''
 $$;
 
--- A Hepburn (or kunrei) romaji word as hiragana; null when it is not one (x, sin ... stay).
+-- A romaji word as hiragana, by THE syllable table and its four rules (knowledge_build/data/romaji.json, read
+-- by text/romaji.py's read: rendered here by romaji_sql_values); null when no rule reads it (x, cos ... stay).
 create or replace function knowledge_romaji(word text) returns text
 language plpgsql immutable strict parallel safe
 as $$
 declare
-    syllables constant jsonb := '{"a":"あ","i":"い","u":"う","e":"え","o":"お",
-      "ka":"か","ki":"き","ku":"く","ke":"け","ko":"こ","kya":"きゃ","kyu":"きゅ","kyo":"きょ",
-      "ga":"が","gi":"ぎ","gu":"ぐ","ge":"げ","go":"ご","gya":"ぎゃ","gyu":"ぎゅ","gyo":"ぎょ",
-      "sa":"さ","shi":"し","si":"し","su":"す","se":"せ","so":"そ","sha":"しゃ","shu":"しゅ","sho":"しょ","she":"しぇ",
-      "sya":"しゃ","syu":"しゅ","syo":"しょ",
-      "za":"ざ","ji":"じ","zi":"じ","zu":"ず","ze":"ぜ","zo":"ぞ","ja":"じゃ","ju":"じゅ","jo":"じょ","je":"じぇ",
-      "zya":"じゃ","zyu":"じゅ","zyo":"じょ","jya":"じゃ","jyu":"じゅ","jyo":"じょ",
-      "ta":"た","chi":"ち","ti":"ち","tsu":"つ","tu":"つ","te":"て","to":"と","cha":"ちゃ","chu":"ちゅ","cho":"ちょ",
-      "che":"ちぇ","tya":"ちゃ","tyu":"ちゅ","tyo":"ちょ",
-      "da":"だ","di":"ぢ","du":"づ","de":"で","do":"ど",
-      "na":"な","ni":"に","nu":"ぬ","ne":"ね","no":"の","nya":"にゃ","nyu":"にゅ","nyo":"にょ",
-      "ha":"は","hi":"ひ","fu":"ふ","hu":"ふ","he":"へ","ho":"ほ","hya":"ひゃ","hyu":"ひゅ","hyo":"ひょ",
-      "fa":"ふぁ","fi":"ふぃ","fe":"ふぇ","fo":"ふぉ",
-      "ba":"ば","bi":"び","bu":"ぶ","be":"べ","bo":"ぼ","bya":"びゃ","byu":"びゅ","byo":"びょ",
-      "pa":"ぱ","pi":"ぴ","pu":"ぷ","pe":"ぺ","po":"ぽ","pya":"ぴゃ","pyu":"ぴゅ","pyo":"ぴょ",
-      "ma":"ま","mi":"み","mu":"む","me":"め","mo":"も","mya":"みゃ","myu":"みゅ","myo":"みょ",
-      "ya":"や","yu":"ゆ","yo":"よ",
-      "ra":"ら","ri":"り","ru":"る","re":"れ","ro":"ろ","rya":"りゃ","ryu":"りゅ","ryo":"りょ",
-      "wa":"わ","wo":"を","vu":"ゔ"}';
+    romaji constant jsonb := __ROMAJI__;
+    syllables constant jsonb := romaji -> 'syllables';
+    moraic constant text := romaji ->> 'n';
+    sokuon constant text := romaji ->> 'sokuon';
+    doubled constant text := romaji ->> 'doubled';
+    vowels constant text := romaji ->> 'vowels';
     kana text := '';
     at int := 1;
     size int;
     found text;
     letter text;
+    after text;
 begin
     if word !~ '^[a-z]{2,}$' then
         return null;
     end if;
     while at <= length(word) loop
         letter := substr(word, at, 1);
-        -- a doubled consonant (kk, tt, tch) is a small tsu
-        if letter ~ '[bcdfghjkmprstvwyz]' and (substr(word, at + 1, 1) = letter
-                                                 or (letter = 't' and substr(word, at + 1, 2) = 'ch')) then
-            kana := kana || 'っ';
-            at := at + 1;
-            continue;
-        end if;
-        -- nn is ん (as an IME and jaconv read it); so is n before a consonant or at the end
-        if letter = 'n' and substr(word, at + 1, 1) = 'n' then
-            kana := kana || 'ん';
+        after := substr(word, at + 1, 1);
+        if letter = 'n' and after = 'n' and substr(word, at + 2, 1) <> 'y' then  -- rule 1: nn, not before y
+            kana := kana || moraic;
             at := at + 2;
-            continue;
-        end if;
-        if letter = 'n' and (at = length(word) or substr(word, at + 1, 1) !~ '[aiueoy]') then
-            kana := kana || 'ん';
+        elsif letter = 'n' and (after = '' or position(after in vowels || 'y') = 0) then  -- rule 2
+            kana := kana || moraic;
             at := at + 1;
-            continue;
-        end if;
-        found := null;
-        for size in reverse 3..1 loop
-            found := syllables ->> substr(word, at, size);
-            if found is not null then
-                kana := kana || found;
-                at := at + size;
-                exit;
+        elsif position(letter in doubled) > 0 and (after = letter
+                                                   or (letter = 't' and substr(word, at + 1, 2) = 'ch')) then
+            kana := kana || sokuon;  -- rule 3: a doubled consonant (kk, tt, tch)
+            at := at + 1;
+        else  -- rule 4: the longest syllable
+            found := null;
+            for size in reverse 3..1 loop
+                found := syllables ->> substr(word, at, size);
+                if found is not null then
+                    kana := kana || found;
+                    at := at + size;
+                    exit;
+                end if;
+            end loop;
+            if found is null then
+                return null;
             end if;
-        end loop;
-        if found is null then
-            return null;
         end if;
     end loop;
     return kana;
@@ -176,5 +189,5 @@ as $$
     select 'w' || E'\037' || s, count(*)::int from word_terms group by s
 $$;
 
-grant execute on function knowledge_cut(text), knowledge_fold(text), knowledge_bigrams(text), knowledge_romaji(text),
-    knowledge_query_terms(text) to anon, authenticated, knowledge_publisher;
+grant execute on function knowledge_number(text), knowledge_numerals(text), knowledge_cut(text), knowledge_fold(text),
+    knowledge_bigrams(text), knowledge_romaji(text), knowledge_query_terms(text) to anon, authenticated, knowledge_publisher;

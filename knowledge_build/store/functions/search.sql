@@ -13,6 +13,63 @@ as $$
        and (material is null or c.material = material) and (level is null or c.level = level)
 $$;
 
+-- The kind a query names (「公式で解きたい」 -> rule: search/ranking.py intended_type), null when it names none or
+-- more than one.
+create or replace function knowledge_intended_type(query_text text) returns text
+language sql immutable strict parallel safe
+as $$
+    select min(i.type) from (values __INTENTS__) as i(type, word)
+    where position(i.word in query_text) > 0 having count(distinct i.type) = 1
+$$;
+
+-- The multiplier of a chunk's fused score by its type: THE type-prior table (search/ranking.py type_priors,
+-- rendered by type_priors_sql_values), its `named` weight when the query names the chunk's kind; 1 when the
+-- caller filters by type, or for a type the table lacks.
+create or replace function knowledge_type_weight(chunk_type text, intended text, filtered boolean) returns float8
+language sql immutable parallel safe
+as $$
+    select case when filtered then 1 else coalesce((
+        select case when p.type = intended then p.named else p.weight end
+        from (values __TYPE_PRIORS__) as p(type, weight, named) where p.type = chunk_type), 1) end::float8
+$$;
+
+-- One channel's share of the fused score of each of its candidates (search/ranking.py's dbsf and rrf): `dbsf`
+-- maps the channel's scores through their mean +- 3 standard deviations to 0..1 (1 when they are all equal),
+-- `rrf` is 1 / (k + rank); either times the channel's weight. The fused score is the sum over channels.
+create or replace function knowledge_fused(method text, weight float8, k int, nums int[], scores float8[])
+returns table (num int, value float8)
+language sql immutable parallel safe
+as $$
+    with s as (select u.n, u.score from unnest(nums, scores) as u(n, score)),
+    d as (select avg(s.score) as mean, 6 * stddev_pop(s.score) as spread from s)
+    select s.n, (weight * case
+           when method = 'rrf' then 1.0 / (k + row_number() over (order by s.score desc, s.n))
+           when d.spread > 0 then (s.score - (d.mean - d.spread / 2)) / d.spread else 1 end)::float8
+    from s, d
+$$;
+
+-- A candidate's own evidence of relevance (search/relevance.py relevances): a logistic of its lexical coverage
+-- and, when the query has a vector, its cosine against the centre of its kind (sections and tables: their own).
+create or replace function knowledge_evidence(cosine float8, coverage float8, part boolean) returns float8
+language sql immutable parallel safe
+as $$
+    select 1 / (1 + exp(-greatest(-60, least(60,
+        __COVERAGE_SLOPE__ * (coverage - __COVERAGE_CENTRE__)
+        + case when cosine is null then 0
+               else __COSINE_SLOPE__ * (cosine - case when part then __PART_COSINE_CENTRE__ else __COSINE_CENTRE__ end)
+          end))))::float8
+$$;
+
+-- The query's best evidence: the highest among its first __RELEVANCE_WINDOW__ candidates (`owns` in ranked order), 0 for none.
+create or replace function knowledge_best_evidence(owns float8[]) returns float8
+language sql immutable parallel safe
+as $$ select coalesce(max(o), 0)::float8 from unnest(owns[1:__RELEVANCE_WINDOW__]) as o $$;
+
+-- A candidate's relevance: the mean of its own evidence and the query's best, to 6 places.
+create or replace function knowledge_relevance(own float8, best float8) returns float8
+language sql immutable parallel safe
+as $$ select round(((own + best) / 2)::numeric, 6)::float8 $$;
+
 -- The embedding-only RPC, with the vector checked first.
 create or replace function search_knowledge(
     query_embedding vector(__DIM__),
@@ -111,8 +168,7 @@ begin
     select s.by_num into parts from knowledge_lexical_stats s where s.key = 'part';
     docs := coalesce(docs, 0);
     common := greatest(__COMMON_SHARE__ * docs, __COMMON_FLOOR__);
-    select min(i.type) into intended from (values __INTENTS__) as i(type, word)
-        where position(i.word in query_text) > 0 having count(distinct i.type) = 1;
+    intended := knowledge_intended_type(query_text);
 
     return query
     with qt as (
@@ -182,33 +238,19 @@ begin
             limit __CANDIDATES__
         ) as d
     ),
-    spreads as (
-        select 'lexical' as channel, avg(l.score) as mean, 6 * stddev_pop(l.score) as spread from lexical as l
-        union all
-        select 'dense', avg(d.cosine), 6 * stddev_pop(d.cosine) from dense as d
-    ),
     fused as (
         select x.num, sum(x.value) as score from (
-            select l.num, __LEXICAL_WEIGHT__ * case
-                   when '__FUSION__' = 'rrf' then 1.0 / (__RRF_K__ + row_number() over (order by l.score desc, l.num))
-                   when s.spread > 0 then (l.score - (s.mean - s.spread / 2)) / s.spread else 1 end as value
-            from lexical as l, spreads as s where s.channel = 'lexical'
+            select f.num, f.value from knowledge_fused('__FUSION__', __LEXICAL_WEIGHT__, __RRF_K__,
+                array(select l.num from lexical as l order by l.num), array(select l.score from lexical as l order by l.num)) as f
             union all
-            select d.num, __DENSE_WEIGHT__ * case
-                   when '__FUSION__' = 'rrf' then 1.0 / (__RRF_K__ + row_number() over (order by d.cosine desc, d.num))
-                   when s.spread > 0 then (d.cosine - (s.mean - s.spread / 2)) / s.spread else 1 end
-            from dense as d, spreads as s where s.channel = 'dense'
+            select f.num, f.value from knowledge_fused('__FUSION__', __DENSE_WEIGHT__, __RRF_K__,
+                array(select d.num from dense as d order by d.num), array(select d.cosine from dense as d order by d.num)) as f
         ) as x
         group by x.num
     ),
     weighted as (
         select c.num, c.id, c.type, c.embedding,
-               f.score * case when filter_type is not null then 1
-                              when c.type = 'section' then __SECTION_WEIGHT__
-                              when c.type = 'table' then __TABLE_WEIGHT__
-                              when c.type = 'example' and intended is distinct from 'example' then __EXAMPLE_WEIGHT__
-                              when c.type = intended then __INTENT_BOOST__
-                              else 1 end as score
+               f.score * knowledge_type_weight(c.type, intended, filter_type is not null) as score
         from fused as f join knowledge_chunks as c on c.num = f.num
     ),
     ranked as (
@@ -248,16 +290,12 @@ begin
     ),
     evidence as (
         select m.num, m.id, m.score, m.place, m.cosine,
-               1 / (1 + exp(-greatest(-60, least(60,
-                   __COVERAGE_SLOPE__ * (cv.value - __COVERAGE_CENTRE__)
-                   + case when m.cosine is null then 0
-                          else __COSINE_SLOPE__ * (m.cosine - case when m.type in ('section', 'table')
-                               then __PART_COSINE_CENTRE__ else __COSINE_CENTRE__ end) end)))) as own
+               knowledge_evidence(m.cosine, cv.value, m.type in ('section', 'table')) as own
         from measured as m join coverage as cv on cv.num = m.num
     ),
     judged as (
-        select e.*, round(((e.own + (select max(b.own) from evidence as b where b.place <= __RELEVANCE_WINDOW__)) / 2)::numeric, 6)::float8
-                    as relevance
+        select e.*, knowledge_relevance(e.own, knowledge_best_evidence(
+                        array(select b.own from evidence as b order by b.place))) as relevance
         from evidence as e
     )
     select c.id, c.url, c.title, c.learns, c.excerpt,
@@ -291,4 +329,7 @@ $$;
 
 grant execute on function search_knowledge(vector, int, float, text, text, text, text),
     search_knowledge(text, vector, int, float, text, text, text, text), get_chunk_by_id(text), list_concepts(text, text),
-    knowledge_passes(knowledge_chunks, text, text, text, text) to anon, authenticated, knowledge_publisher;
+    knowledge_passes(knowledge_chunks, text, text, text, text), knowledge_intended_type(text),
+    knowledge_type_weight(text, text, boolean), knowledge_fused(text, float8, int, int[], float8[]),
+    knowledge_evidence(float8, float8, boolean), knowledge_best_evidence(float8[]), knowledge_relevance(float8, float8)
+    to anon, authenticated, knowledge_publisher;
