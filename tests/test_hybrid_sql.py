@@ -32,6 +32,7 @@ TEXTS = [
     "Pascal's triangle — expected value!",
     "\\frac{1}{2} と √3 と π/2",
     "二十三個の百分率、三千五百と一二〇、千葉の五十音",
+    "〇" + "一二三四五六七八九〇" * 500 + "と〇十",  # longer than Python's int() reads: read as its digits
 ]
 
 

@@ -192,7 +192,7 @@ def analyze(text: str, kana_terms: bool = False, surfaces: bool = False) -> dict
             # Adjacent numeral words are one run, read as one number (THE numeral rule, numeral()):
             # 二十 + 三 -> 23, not 20 and 3; 三千 + 五百 -> 3500.
             written += kanji
-            lemmas[-1] = numeral = str(kanji_number(written))
+            lemmas[-1] = numeral = kanji_number(written)
             if len(kana) > 1:
                 readings.append(kana)
             continue
@@ -310,7 +310,7 @@ def _lemma(word) -> str:
         return surface
     lemma = getattr(word.feature, "lemma", None) or surface
     if getattr(word.feature, "pos2", "") == "数詞" and all(c in _KANJI_DIGITS or c in _KANJI_UNITS for c in lemma):
-        return str(kanji_number(lemma))
+        return kanji_number(lemma)
     # UniDic writes loanword lemmas as "ガス-gas": keep the Japanese side (a run of hyphens,
     # "--", has no side to keep and stays itself).
     head = lemma.split("-")[0]
@@ -333,13 +333,15 @@ def is_kanji_numeral(text: str) -> bool:
 def numerals(text: str) -> str:
     """Every run of kanji numerals in `text` as its number (二十三 -> 23, 百分率 -> 100分率): the box's and
     the database's rule."""
-    return NUMERAL_RUN.sub(lambda m: str(kanji_number(m.group())), text)
+    return NUMERAL_RUN.sub(lambda m: kanji_number(m.group()), text)
 
 
-def kanji_number(text: str) -> int:
-    """二 -> 2, 十二 -> 12, 二百五 -> 205 (positional digits too: 二〇 -> 20)."""
+def kanji_number(text: str) -> str:
+    """The number in digits: 二 -> 2, 十二 -> 12, 二百五 -> 205 (positional digits too: 二〇 -> 20, 〇一 -> 1).
+    A run of digits only is read as text, not through int(): Python refuses to convert a string of more than
+    4,300 digits (the database's knowledge_number and the box's BigInt read any length)."""
     if all(c in _KANJI_DIGITS for c in text):
-        return int("".join(str(_KANJI_DIGITS[c]) for c in text))
+        return "".join(str(_KANJI_DIGITS[c]) for c in text).lstrip("0") or "0"
     total, digit = 0, 0
     for c in text:
         if c in _KANJI_DIGITS:
@@ -347,7 +349,7 @@ def kanji_number(text: str) -> int:
         else:
             total += (digit or 1) * _KANJI_UNITS[c]
             digit = 0
-    return total + digit
+    return str(total + digit)
 
 
 def _katakana(text: str) -> str:
