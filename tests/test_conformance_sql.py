@@ -87,3 +87,19 @@ def test_the_database_passes_the_corpus(functions_db):
                 failed.append(f"{case['where']} {case['rule']} {case['input']!r}: got {got!r}, "
                               f"expected {expected_for(case, 'database')!r}")
     assert not failed, f"{len(failed)} of {len(cases)} cases:\n" + "\n".join(failed)
+
+
+def test_search_knowledge_weighs_its_rows_by_knowledge_type_weight(published_db):
+    """The runner's functions are the ones the RPC ranks with: replaced in a copy of a published database,
+    knowledge_type_weight changes search_knowledge's scores (examples to 0, the rest unweighted)."""
+    call = "select id, type, score from search_knowledge(query_text => %s, match_count => 200)"
+    with psycopg.connect(published_db, autocommit=True) as conn:
+        before = {i: (t, s) for i, t, s in conn.execute(call, ("たすき掛けの例題",))}
+        conn.execute("create or replace function knowledge_type_weight(chunk_type text, intended text, filtered boolean)"
+                     " returns float8 language sql immutable as $$ select (chunk_type <> 'example')::int::float8 $$")
+        after = {i: (t, s) for i, t, s in conn.execute(call, ("たすき掛けの例題",))}
+    examples = [i for i, (t, _) in before.items() if t == "example"]
+    rules = [i for i, (t, _) in before.items() if t == "rule" and i in after]
+    assert examples and rules
+    assert any(i in after for i in examples) and all(after[i][1] == 0 for i in examples if i in after)
+    assert all(after[i][1] == pytest.approx(before[i][1], abs=2e-6) for i in rules)
