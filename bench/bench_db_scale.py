@@ -299,11 +299,10 @@ def latency_table(db: str, queries: list[str], embedder, args, index: str) -> li
 
 
 def latency_only(db: str, queries: list[str], embedder, args) -> None:
-    from knowledge_build.store.postgres import connect, migration_sql
+    from knowledge_build.store.postgres import connect, migrate
 
     with connect(db) as conn:
-        conn.execute(dict(migration_sql(embedder.dim))["006_hybrid"])
-        conn.commit()
+        migrate(conn, embedder.dim)  # this checkout's functions (store/functions), when their text changed
         index = index_settings(conn)
     out = latency_table(db, queries, embedder, args, index)
     out.append(f"\n{os.cpu_count()} cores; load average at the end: {harness.load_average()}")

@@ -184,7 +184,7 @@ def test_chromium_analyses_and_ranks_as_python_does(browser, served):
             const m = await import(module);
             const index = await m.open(new URL("./", module));
             const e = index.entry;
-            const analysed = strings.map((s) => [m.fold(s), m.romajiKana(s), m.queryTexts(s, e.thesaurus, e.english)]);
+            const analysed = strings.map((s) => [m.fold(s), m.romajiKana(s, e.romaji), m.queryTexts(s, e.thesaurus, e.english, e.romaji)]);
             const ranked = [];
             for (const q of queries) ranked.push((await index.search(q, {k: 5})).map((r) => [r.id, r.score]));
             const typed = (await index.search("二次方程式", {k: 10, type: "example"})).map((r) => r.type);

@@ -17,7 +17,7 @@ from knowledge_build.serve.service import SearchService
 from knowledge_build.store import lexical
 from knowledge_build.store.postgres import connect, hybrid_search, publish
 
-from .conftest import SITE, FakeEmbedder
+from .conftest import SITE, FakeEmbedder, new_database
 
 pytestmark = pytest.mark.db
 
@@ -31,6 +31,8 @@ TEXTS = [
     "   ",
     "Pascal's triangle — expected value!",
     "\\frac{1}{2} と √3 と π/2",
+    "二十三個の百分率、三千五百と一二〇、千葉の五十音",
+    "〇" + "一二三四五六七八九〇" * 500 + "と〇十",  # longer than Python's int() reads: read as its digits
 ]
 
 
@@ -126,6 +128,45 @@ def test_an_incremental_publish_leaves_what_a_full_publish_of_the_same_set_write
     with connect(full) as conn:
         plan = publish(conn, index)
     assert plan.terms == _chunk_count(index)
+    assert after == _lexical_state(full)
+
+
+def _fold_before_issue_39(text: str) -> str:
+    """store/lexical.py's fold before the numeral rule: each kanji digit a digit, 十百千 as they are (2十3)."""
+    import unicodedata
+
+    digits = str.maketrans("〇一二三四五六七八九", "0123456789")
+    return unicodedata.normalize("NFKC", text or "").translate(digits).translate(lexical._FOLD)
+
+
+def test_a_database_published_before_the_numeral_rule_gets_its_terms_on_the_next_publish(tmp_path, fresh_db, pg_server,
+                                                                                         monkeypatch):
+    """The terms of a set published by the previous analyser (TERMS_VERSION 1: 二十三 -> 2十3) are written again
+    by the next publish of the same set, as a first publish of it writes them."""
+    from knowledge_build.store import publishable
+
+    def edit(root):
+        page = root / "junior" / "因数分解.html"
+        text = page.read_text(encoding="utf-8")
+        page.write_text(text.replace("そこで使うのが「たすき掛け」です", "そこで使うのが「たすき掛け」です。二十三個の百分率"),
+                        encoding="utf-8")
+
+    index = build(load_config(site=_edited(tmp_path, edit), cache_dir=tmp_path / "cache", env={}),
+                  embedder=FakeEmbedder()).output
+    with monkeypatch.context() as before:
+        before.setattr(lexical, "fold", _fold_before_issue_39)
+        before.setattr(publishable, "TERMS_VERSION", 1)
+        with connect(fresh_db) as conn:
+            publish(conn, index)
+    assert "t\x1f2十" in _lexical_state(fresh_db)[0]
+    with connect(fresh_db) as conn:
+        plan = publish(conn, index)
+    assert plan.terms == _chunk_count(index)
+    after = _lexical_state(fresh_db)
+    assert "t\x1f23" in after[0] and "t\x1f10" in after[0] and "t\x1f2十" not in after[0]
+    full = new_database(pg_server["url"])
+    with connect(full) as conn:
+        publish(conn, index)
     assert after == _lexical_state(full)
 
 
@@ -238,11 +279,12 @@ def test_the_cli_search_reads_the_database_hybrid(fresh_db, real_index_dir):
 
 def _common_terms_rule(conn, monkeypatch, share: float, floor: int) -> None:
     """search_knowledge made again with another rule for the terms too common to score."""
-    from knowledge_build.store.postgres import migration_sql, table_dimension
+    from knowledge_build.store.db_functions import function_files
+    from knowledge_build.store.postgres import table_dimension
 
     monkeypatch.setattr(lexical, "COMMON_SHARE", share)
     monkeypatch.setattr(lexical, "COMMON_FLOOR", floor)
-    conn.execute(dict(migration_sql(table_dimension(conn)))["006_hybrid"])
+    conn.execute({f.name: f for f in function_files(table_dimension(conn))}["search"].apply_sql())
 
 
 QUERIES = ["二次方程式の解き方", "たすきがけで因数分解する", "判別式Dの符号で実数解の個数がわかる", "tasukigake"]

@@ -54,3 +54,14 @@ def test_a_superscript_power_is_not_read_as_a_longer_number():
     lemmas = analyze("-3²は")["lemma"]
     assert "32" not in lemmas and "^" in lemmas and "2" in lemmas
     assert analyze("x²")["lemma"] == analyze(r"\(x^2\)")["lemma"][1:-1]
+
+
+def test_a_run_of_kanji_digits_longer_than_pythons_int_limit_is_read_as_its_digits():
+    """Python refuses int() of more than 4,300 digits: a page holding such a run must still build, publish
+    (store/lexical.fold) and be searched, as the database and the box read it."""
+    from knowledge_build.store import lexical
+
+    run = "〇" + "一二三四五六七八九〇" * 500
+    assert text_ja.numerals(f"あ{run}い") == "あ" + "1234567890" * 500 + "い"
+    assert lexical.fold(f"ア{run}") == "あ" + "1234567890" * 500
+    assert text_ja.numerals("〇〇一と〇と〇十") == "1と0と10"

@@ -39,11 +39,14 @@ def test_migrations_are_ordered_recorded_and_idempotent(fresh_db):
     with connect(fresh_db) as conn:
         assert migrate(conn, 64) == ["001_extension_and_meta", "002_chunks", "003_functions",
                                      "004_row_level_security", "005_section_types", "006_hybrid",
-                                     "007_fingerprint", "008_hnsw", "009_public_access"]
+                                     "007_fingerprint", "008_hnsw", "009_public_access", "010_repeatable_functions",
+                                     "functions/checks", "functions/lexical", "functions/search"]
         assert migrate(conn, 64) == []
         assert [r[0] for r in conn.execute("select version from knowledge_migrations order by 1")] == [
             "001_extension_and_meta", "002_chunks", "003_functions", "004_row_level_security", "005_section_types",
-            "006_hybrid", "007_fingerprint", "008_hnsw", "009_public_access"]
+            "006_hybrid", "007_fingerprint", "008_hnsw", "009_public_access", "010_repeatable_functions"]
+        assert [r[0] for r in conn.execute("select name from knowledge_functions order by 1")] == [
+            "checks", "lexical", "search"]
         index = conn.execute("select indexdef from pg_indexes where indexname = 'knowledge_chunks_embedding_hnsw'")
         assert "hnsw (embedding vector_cosine_ops) WITH (m='16', ef_construction='128')" in index.fetchone()[0]
 

@@ -224,6 +224,8 @@ CALLS = {
         f"select count(*) from search_knowledge('{VECTOR}'::vector, 5, null, %(big)s, %(big)s, %(big)s, %(big)s)",
     "get_chunk_by_id(text)": "select count(*) from get_chunk_by_id(%(big)s)",
     "list_concepts(text,text)": "select count(*) from list_concepts(%(big)s, %(big)s)",
+    "knowledge_number(text)": "select length(knowledge_number(%(big)s))",
+    "knowledge_numerals(text)": "select length(knowledge_numerals(%(big)s))",
     "knowledge_cut(text)": "select length(knowledge_cut(%(big)s))",
     "knowledge_fold(text)": "select length(knowledge_fold(%(big)s))",
     "knowledge_bigrams(text)": "select count(*) from knowledge_bigrams(%(big)s)",
@@ -231,6 +233,13 @@ CALLS = {
     "knowledge_query_terms(text)": "select count(*) from knowledge_query_terms(%(big)s)",
     "knowledge_passes(knowledge_chunks,text,text,text,text)":
         "select count(*) from knowledge_chunks c where knowledge_passes(c, %(big)s, null, null, null)",
+    "knowledge_intended_type(text)": "select knowledge_intended_type(%(big)s)",
+    "knowledge_type_weight(text,text,boolean)": "select knowledge_type_weight(%(big)s, %(big)s, false)",
+    "knowledge_fused(text,double precision,integer,integer[],double precision[])":
+        "select count(*) from knowledge_fused(%(big)s, 1.0, 60, array[1, 2], array[0.5, 0.25])",
+    "knowledge_evidence(double precision,double precision,boolean)": "select knowledge_evidence(0.9, 0.5, false)",
+    "knowledge_best_evidence(double precision[])": "select knowledge_best_evidence(array[0.5, 0.25])",
+    "knowledge_relevance(double precision,double precision)": "select knowledge_relevance(0.5, 0.25)",
     "knowledge_checked_query(text)": "select length(knowledge_checked_query(%(big)s))",
     "knowledge_checked_count(integer)": "select knowledge_checked_count(2147483647)",
     "knowledge_checked_embedding(vector)": f"select knowledge_checked_embedding('{ZERO}'::vector)",

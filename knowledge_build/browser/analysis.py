@@ -26,61 +26,23 @@ from __future__ import annotations
 
 import re
 
-from ..text.ja import ROMAJI, kanji_number, nfkc
+from ..text.ja import nfkc, numerals
+from ..text.romaji import read as read_romaji
 
-_NUMERAL = re.compile("[〇一二三四五六七八九十百千]+")
 _WORD = re.compile("[a-z]+")
-
-# Romaji syllables (Hepburn and the common kunrei spellings) in katakana; the longest spelling is read first.
-_VOWELS = "aiueo"
-_ONSETS = {
-    "": "アイウエオ", "k": "カキクケコ", "g": "ガギグゲゴ", "s": ["サ", "シ", "ス", "セ", "ソ"], "z": "ザジズゼゾ",
-    "t": ["タ", "チ", "ツ", "テ", "ト"], "d": "ダヂヅデド", "n": "ナニヌネノ", "h": "ハヒフヘホ", "b": "バビブベボ",
-    "p": "パピプペポ", "m": "マミムメモ", "y": ["ヤ", "イ", "ユ", "イェ", "ヨ"], "r": "ラリルレロ",
-    "w": ["ワ", "ウィ", "ウ", "ウェ", "ヲ"], "f": ["ファ", "フィ", "フ", "フェ", "フォ"],
-    "j": ["ジャ", "ジ", "ジュ", "ジェ", "ジョ"], "sh": ["シャ", "シ", "シュ", "シェ", "ショ"],
-    "ch": ["チャ", "チ", "チュ", "チェ", "チョ"], "ts": ["ツァ", "ツィ", "ツ", "ツェ", "ツォ"],
-}
-for _onset, _row in (("ky", "キ"), ("gy", "ギ"), ("ny", "ニ"), ("hy", "ヒ"), ("by", "ビ"), ("py", "ピ"),
-                     ("my", "ミ"), ("ry", "リ")):
-    _ONSETS[_onset] = [_row + "ャ", _row + "ィ", _row + "ュ", _row + "ェ", _row + "ョ"]
-SYLLABLES = {onset + vowel: kana[i] for onset, kana in _ONSETS.items() for i, vowel in enumerate(_VOWELS)}
-
 
 def fold(text: str) -> str:
     """NFKC (superscripts and subscripts as ^ and _ runs first, as text/ja.py's nfkc: -3² is -3^2), lower
     case, kanji numerals as numbers, hiragana as katakana."""
     text = nfkc(text).lower()
-    text = _NUMERAL.sub(lambda m: str(kanji_number(m.group())), text)
+    text = numerals(text)
     return "".join(chr(ord(c) + 0x60) if "\u3041" <= c <= "\u3096" else c for c in text)
 
 
 def romaji_kana(text: str) -> str:
-    """The katakana of the romaji words of `text`, read together ('' when it has none): yogen teiri -> ヨゲンテイリ."""
-    words = [w for w in _WORD.findall(fold(text)) if len(w) > 1 and ROMAJI.fullmatch(w)]
-    return "".join(_to_kana(w) for w in words)
-
-
-def _to_kana(word: str) -> str:
-    out, i = [], 0
-    while i < len(word):
-        for size in (3, 2, 1):
-            piece = word[i:i + size]
-            if len(piece) == size and piece in SYLLABLES:
-                out.append(SYLLABLES[piece])
-                i += size
-                break
-        else:
-            c = word[i]
-            nxt = word[i + 1:i + 2]
-            if c == "n":
-                out.append("ン")
-            elif nxt == c or (c == "t" and nxt == "c"):
-                out.append("ッ")
-            else:
-                out.append(c)
-            i += 1
-    return "".join(out)
+    """The katakana of the romaji words of `text`, read together ('' when it has none): yogen teiri -> ヨゲンテイリ
+    (text/romaji.py's table, which the bundle ships to the JS: one table for every engine)."""
+    return "".join(filter(None, map(read_romaji, _WORD.findall(fold(text)))))
 
 
 MIN_READING = 3  # the shortest reading a query's kana are matched with (ハン, シキ alone say little)

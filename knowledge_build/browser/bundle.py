@@ -38,7 +38,8 @@ import numpy as np
 
 from ..index.postings import B, K1, PostingsBuilder
 from ..kinds import BY_TYPE, TYPES
-from ..search.ranking import SearchSettings
+from ..search.ranking import SearchSettings, type_priors
+from ..text.romaji import table as romaji_table
 from ..text.tex import readable
 from .analysis import MIN_READING, analyze_document, fold, term_key
 
@@ -167,11 +168,13 @@ def _excerpt(text: str) -> str:
     return re.sub(r"\\[(\[].*$", "…", text)
 
 
-def _type_weight(type_: str) -> float:
-    """The lexical channel's prior for a type (ranking.py's type_weights without a query)."""
-    settings = SearchSettings()
-    return {"example": settings.example_weight, "section": settings.section_weight,
-            "table": settings.table_weight}.get(type_, 1.0)
+def type_entries(types: list[str]) -> list[dict]:
+    """The entry point's types: value, label, the type-prior table's weight and weight when named
+    (ranking.type_priors), and the folded words by which a query names the kind."""
+    priors = type_priors(SearchSettings())
+    return [{"value": t, "label": TYPE_LABELS.get(t, t), "weight": priors.get(t, (1.0, 1.0))[0],
+             "named": priors.get(t, (1.0, 1.0))[1], "words": [fold(w) for w in BY_TYPE[t].words] if t in BY_TYPE else []}
+            for t in types]
 
 
 EXTENSIONS = {"t": "bin", "r": "json", "p": "bin"}
@@ -257,9 +260,8 @@ def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings) -> dic
         "format": FORMAT, "rows": n, "fields": list(FIELDS), "weights": [WEIGHTS[f] for f in FIELDS],
         "scales": scales, "shards": pack(shard_names), "records": {"rows": size, "files": pack(record_names)},
         "places": pack([digest(rows)]),
-        "types": [{"value": t, "label": TYPE_LABELS.get(t, t), "weight": _type_weight(t),
-                   "words": [fold(w) for w in BY_TYPE[t].words] if t in BY_TYPE else []} for t in types],
-        "intent_boost": SearchSettings.intent_boost,
+        "types": type_entries(types),
+        "romaji": romaji_table(),  # THE romaji syllable table (data/romaji.json), which the box reads romaji with
         "levels": [{"value": v, "label": v} for v in levels],
         "thesaurus": {fold(w): list(ts) for w, ts in sorted(thesaurus.items())},
         "english": {slug.replace("-", " "): terms for slug, terms in sorted(english_terms().items())},

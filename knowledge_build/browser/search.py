@@ -15,16 +15,25 @@ from .verify import check_entry, checked, read_places, read_records, read_shard
 
 
 def type_weights(query: str, entry: dict) -> list[float]:
-    """Per type code, the multiplier of a row's score for this query: the type's prior, and the intent
-    boost for the one type the query names (an example named lifts examples to weight 1); 1 for a row
-    of no known type (code 255)."""
+    """Per type code, the multiplier of a row's score for this query: the type's prior, or its weight when
+    named for the one type the query names (the bundle's type-prior table: ranking.type_priors); 1 for a
+    row of no known type (code 255)."""
     folded = fold(query)
     named = [i for i, t in enumerate(entry["types"]) if any(w in folded for w in t["words"])]
-    weights = [t["weight"] for t in entry["types"]]
-    if len(named) == 1:
-        wanted = named[0]
-        weights[wanted] = 1.0 if entry["types"][wanted]["value"] == "example" else entry["intent_boost"]
+    weights = [t["named"] if [i] == named else t["weight"] for i, t in enumerate(entry["types"])]
     return weights + [1.0] * (256 - len(weights))
+
+
+def leads_by_place(ranked, place_of, k: int) -> list:
+    """The first `k` places of `ranked` (best first), each led by its best item: search/places.py's leads."""
+    seen, leads = set(), []
+    for item in ranked:
+        if len(leads) == k:
+            break
+        if place_of(item) not in seen:
+            seen.add(place_of(item))
+            leads.append(item)
+    return leads
 
 
 @dataclass
@@ -107,14 +116,7 @@ class BrowserIndex:
         if level is not None:
             code = levels.index(level) if level in levels else -1
             scores = {r: s for r, s in scores.items() if self.level_codes[r] == code}
-        seen, leads = set(), []
-        for row in sorted(scores, key=lambda r: (-scores[r], r)):
-            if self.place[row] in seen:
-                continue
-            seen.add(self.place[row])
-            leads.append(row)
-            if len(leads) == k:
-                break
+        leads = leads_by_place(sorted(scores, key=lambda r: (-scores[r], r)), lambda row: self.place[row], k)
         return [self._result(row, scores[row]) for row in leads]
 
     def _result(self, row: int, score: float) -> BrowserResult:

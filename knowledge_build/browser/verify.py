@@ -30,6 +30,14 @@ def _strings(value) -> bool:
     return isinstance(value, list) and all(isinstance(x, str) for x in value)
 
 
+def _romaji_table(table) -> bool:
+    """Whether `table` has the shape of text/romaji.py's table (what the box reads romaji with)."""
+    return (isinstance(table, dict) and all(isinstance(table.get(k), str) for k in ("vowels", "n", "sokuon", "doubled", "small"))
+            and len(table["vowels"]) == len(table["small"]) == 5
+            and all(isinstance(table.get(k), dict) and all(map(lambda v: isinstance(v, str), table[k].values()))
+                    for k in ("rows", "contracted")))
+
+
 def check_entry(entry, where: Path) -> dict[str, list[bytes]]:
     """The digests of the entry point's files by kind (t, r, p), once its shape and counts are sound."""
     def broken(detail: str) -> BrokenBundle:
@@ -42,14 +50,14 @@ def check_entry(entry, where: Path) -> dict[str, list[bytes]]:
         raise broken(f"rows {rows!r} is not a count from 0 to {MAX_ROWS}")
     if entry.get("fields") != list(FIELDS) or not all(
             isinstance(entry.get(k), list) and len(entry[k]) == len(FIELDS) and all(map(_is_number, entry[k]))
-            for k in ("weights", "scales")) or not _is_number(entry.get("intent_boost")):
-        raise broken("fields, weights, scales or intent_boost are not what this reader ranks with")
+            for k in ("weights", "scales")):
+        raise broken("fields, weights or scales are not what this reader ranks with")
     if not isinstance(records, dict) or not _is_count(records.get("rows"), MAX_ROWS) or records["rows"] < 1:
         raise broken("records.rows is not a count from 1")
     types, levels = entry.get("types"), entry.get("levels")
     if not (isinstance(types, list) and len(types) < 255 and all(
             isinstance(t, dict) and isinstance(t.get("value"), str) and isinstance(t.get("label"), str)
-            and _is_number(t.get("weight")) and _strings(t.get("words")) for t in types)
+            and _is_number(t.get("weight")) and _is_number(t.get("named")) and _strings(t.get("words")) for t in types)
             and isinstance(levels, list) and len(levels) < 255 and all(
             isinstance(v, dict) and isinstance(v.get("value"), str) and isinstance(v.get("label"), str) for v in levels)):
         raise broken("types or levels are not lists of values and labels")
@@ -57,6 +65,8 @@ def check_entry(entry, where: Path) -> dict[str, list[bytes]]:
     if not (isinstance(thesaurus, dict) and all(map(_strings, thesaurus.values()))
             and isinstance(english, dict) and all(isinstance(v, str) for v in english.values())):
         raise broken("thesaurus or english is not a table of terms")
+    if not _romaji_table(entry.get("romaji")):
+        raise broken("romaji is not a syllable table")
     try:
         digests = {"t": unpack(entry.get("shards")), "r": unpack(records.get("files")) if rows else [],
                    "p": unpack(entry.get("places"))}

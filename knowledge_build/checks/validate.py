@@ -45,6 +45,7 @@ def validate_site(config: Config, index_dir: Path | None = None, database_url: s
 
         indexed = published_chunks(database_url)
         index_dir = Path("database")
+        machine = database_functions(database_url)
     else:
         index_dir = Path(index_dir or config.index or config.output or site_index_dir(extraction.site, config))
         try:
@@ -79,6 +80,18 @@ def validate_site(config: Config, index_dir: Path | None = None, database_url: s
                 str(pages[chunk.material].path), chunk.line, 1, "warning", "stale-content",
                 f"'{chunk.anchor}' changed since the index was built; search sees the old text", REBUILD))
     return [d for d in extraction.diagnostics if d.severity == "error"] + diagnostics
+
+
+def database_functions(database_url: str) -> list[Diagnostic]:
+    """A warning when the database's functions are older than this version (store/db_functions.py)."""
+    from ..store.db_functions import message, report
+    from ..store.postgres import connect
+
+    with connect(database_url) as conn:
+        found = report(conn)
+    if found["functions"] != "outdated":
+        return []
+    return [Diagnostic("database", 1, 1, "warning", "database-functions", message(found), found["fix"])]
 
 
 def section_links(indexed: dict, in_html: dict, pages: dict, index_dir: Path) -> list[Diagnostic]:

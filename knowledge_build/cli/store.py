@@ -107,24 +107,30 @@ def db_stop(data_dir):
 @click.option("--dim", type=click.IntRange(1), required=True, help="Vector dimension (384 local model, 1536 OpenAI).")
 @fail_on_library_errors
 def db_migrate(database_url, dim):
-    """Apply the schema migrations that the database has not recorded yet."""
+    """Apply the schema migrations that the database has not recorded yet, and the functions whose text changed."""
     from ..config import require_database_url
     from ..store.postgres import connect, migrate
 
     with connect(require_database_url(kb.load_config(database_url=database_url))) as conn:
         applied = migrate(conn, dim)
-    click.echo(f"Applied {', '.join(applied)}." if applied else "Nothing to apply: the schema is up to date.")
+    click.echo(f"Applied {', '.join(applied)}." if applied else "Nothing to apply: the schema and its functions are up "
+                                                                "to date.")
 
 
 @db.command("sql")
 @click.option("--dim", type=click.IntRange(1), required=True, help="Vector dimension (384 local model, 1536 OpenAI).")
 def db_sql(dim):
-    """Print the whole schema as SQL, e.g. to paste into Supabase's SQL editor."""
+    """Print the whole schema as SQL (the migrations, then the functions), e.g. to paste into Supabase's SQL editor."""
+    from ..store.db_functions import function_files
     from ..store.postgres import migration_sql
 
     for version, sql in migration_sql(dim):
         click.echo(f"-- {version}\n{sql.strip()}\ninsert into knowledge_migrations (version) values ('{version}')"
                    " on conflict do nothing;\n")
+    for file in function_files(dim):
+        click.echo(f"-- functions/{file.name}\n{file.apply_sql().strip()}\ninsert into knowledge_functions (name, sha256)"
+                   f" values ('{file.name}', '{file.sha256}') on conflict (name) do update set sha256 = excluded.sha256,"
+                   " applied_at = now();\n")
 
 
 @click.command()

@@ -20,7 +20,8 @@ from ..index.postings import Postings, from_token_lists
 from ..index.rows import ChunkRecords, Columns
 from ..index.verify import open_verified
 from ..model import Chunk
-from ..text.ja import ROMAJI, _katakana, _tagged, analyze_query, expansions, kana_spans, nfkc, normalize, term_surfaces
+from ..text.ja import _katakana, _tagged, analyze_query, expansions, kana_spans, nfkc, normalize, term_surfaces
+from ..text.romaji import is_word as is_romaji
 from ..text.thesaurus import textbook_wording, thesaurus_terms
 from .filters import FilterVocabulary
 from .places import by_place
@@ -423,7 +424,7 @@ class KnowledgeIndex:
 def _all_romaji(text: str) -> bool:
     """Whether `text` is nothing but romaji words (yogen teiri; not sin, cos or 2x)."""
     words = normalize(text).split()
-    return bool(words) and all(len(w) > 1 and ROMAJI.fullmatch(w) for w in words)
+    return bool(words) and all(is_romaji(w) for w in words)
 
 
 # Particles around which a stretch of kana is a word of its own (はんべつしきのつかいかた, しすうほうそくって).

@@ -102,6 +102,8 @@ class _BuildCheck:
     database: str | None = None
     checked_at: float | None = None
     warned: str | None = None
+    functions: dict | None = None  # store/db_functions.py report(): are the database's functions this version's?
+    warned_functions: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
@@ -111,7 +113,8 @@ class _BuildCheck:
     def fresh(self) -> bool:
         return self.checked_at is not None and time.monotonic() - self.checked_at < self.interval
 
-    def record(self, database: str | None) -> None:
+    def record(self, database: str | None, functions: dict | None = None) -> None:
+        self._record_functions(functions)
         with self._lock:
             self.database, self.checked_at = database, time.monotonic()
             if database == self.local:
@@ -125,6 +128,16 @@ class _BuildCheck:
         log.warning("the database holds %s, the artifacts build %s: answering from the artifacts until "
                     "they match (publish these artifacts, or load the published ones)",
                     f"build {database}" if database else "no published build", self.local)
+
+    def _record_functions(self, functions: dict | None) -> None:
+        from ..store.db_functions import message
+
+        with self._lock:
+            self.functions = functions
+            outdated = bool(functions and functions["functions"] == "outdated")
+            said, self.warned_functions = self.warned_functions, outdated
+        if outdated and not said:
+            log.warning("%s. Fix: %s", message(functions), functions["fix"])
 
 
 class SearchService:
@@ -204,12 +217,16 @@ class SearchService:
     def health(self) -> dict:
         """Which backend answers now: the database while its breaker is closed and it holds the
         artifacts' build, else the artifacts. `database_build` is the build the database held when
-        last asked (None before the first call)."""
+        last asked (None before the first call); `database_functions` whether its functions are this
+        version's ("current", "outdated" with `database_functions_fix`, None: not known)."""
         state, matches = self.breaker.state, self._build.matches
         live = "database" if self.database_url and state == "closed" and matches is not False else "artifacts"
+        functions = self._build.functions or {}
         return {"backend": live, "database_configured": bool(self.database_url), "breaker": state,
                 "build_id": self.index.build_id, "database_build": self._build.database,
-                "database_build_matches": matches, "chunks": len(self.index)}
+                "database_build_matches": matches, "database_functions": functions.get("functions"),
+                "database_functions_outdated": functions.get("outdated", []),
+                "database_functions_fix": functions.get("fix"), "chunks": len(self.index)}
 
     def close(self) -> None:
         self._drop_pool()
@@ -331,9 +348,10 @@ class SearchService:
 
     def _run(self, conn, action):
         if not self._build.fresh():
+            from ..store.db_functions import report
             from ..store.postgres import meta
 
-            self._build.record(meta(conn).get("build_id"))
+            self._build.record(meta(conn).get("build_id"), report(conn))
         if not self._build.matches:
             raise AnotherBuild(f"the database holds build {self._build.database}")
         return action(conn)

@@ -15,6 +15,10 @@ log = logging.getLogger("knowledge_build.store")
 FIELDS = ("lemma", "reading", "kana2", "page", "heading")
 
 
+class DatabaseError(KnowledgeBuildError):
+    """The database cannot be used as asked; the message says how to fix it."""
+
+
 class NotFound(KnowledgeBuildError):
     pass
 

@@ -18,8 +18,9 @@ takes back out):
 A query's bigrams that are all hiragana (particles, verb endings: 「がわ」「って」) are not looked up
 in `t`: they match every page; its kana reaches the readings through `k` and `r`.
 
-Folding is the same on both sides and written once here: NFKC, ASCII upper case to lower, katakana
-to hiragana, and the characters of SEPARATORS cut runs. `sql_tokens()` gives the migration the
+Folding is the same on both sides and written once here: NFKC, each run of kanji numerals as its
+number (text/ja.py's numeral rule), ASCII upper case to lower, katakana to hiragana, and the characters
+of SEPARATORS cut runs. `sql_tokens()` gives the migration the
 same constants (so SQL and Python cannot drift apart); tests hold the two to the same terms.
 """
 
@@ -29,6 +30,8 @@ import string
 import unicodedata
 from collections import Counter
 
+from ..text.ja import numerals
+
 FIELDS = ("t", "h", "k", "r", "w")
 SEPARATOR = "\x1f"  # never in a folded text: it is a separator itself
 # Whitespace, ASCII punctuation and the Japanese punctuation, brackets and marks that part words.
@@ -36,17 +39,15 @@ SEPARATORS = ("\t\n\r\x0b\x0c \x1f" + string.punctuation +
               "、。・「」『』【】〈〉《》〔〕〘〙〚〛…‥〜～“”‘’※→←↑↓⇒⇔○●◯△▲□■◆◇★☆♪")
 _KATAKANA = "".join(chr(c) for c in range(0x30A1, 0x30F7))  # ァ … ヶ
 _HIRAGANA = "".join(chr(c - 0x60) for c in range(0x30A1, 0x30F7))  # ぁ … ゖ
-# Kanji numerals as digits (二次 = 2次), as the artifacts' lemmas read them.
-_NUMERALS, _DIGITS = "〇一二三四五六七八九", "0123456789"
-_CUT_FROM = string.ascii_uppercase + _NUMERALS + SEPARATORS
-_CUT_TO = string.ascii_lowercase + _DIGITS + " " * len(SEPARATORS)
+_CUT_FROM = string.ascii_uppercase + SEPARATORS
+_CUT_TO = string.ascii_lowercase + " " * len(SEPARATORS)
 _FOLD = str.maketrans(_CUT_FROM + _KATAKANA, _CUT_TO + _HIRAGANA)
 
 
 def fold(text: str) -> str:
-    """NFKC, ASCII lower case, kanji numerals as digits, katakana as hiragana, every separator a space
-    (SQL: knowledge_fold)."""
-    return unicodedata.normalize("NFKC", text or "").translate(_FOLD)
+    """NFKC, each run of kanji numerals as its number (text/ja.py numerals: 二十三 -> 23, 二次 -> 2次), ASCII
+    lower case, katakana as hiragana, every separator a space (SQL: knowledge_fold, knowledge_numerals)."""
+    return numerals(unicodedata.normalize("NFKC", text or "")).translate(_FOLD)
 
 
 def bigrams(folded: str) -> list[str]:
@@ -116,7 +117,9 @@ def sql_tokens(settings) -> dict[str, str]:
     settings the RPC shares with the artifacts path (ranking.py), the words that name a kind."""
     from ..index.postings import B, K1
     from ..kinds import KINDS
+    from ..search.ranking import type_priors_sql_values
     from ..text.ja import MAX_KANA_RUN, MIN_SPAN
+    from ..text.romaji import romaji_sql_values
 
     intents = ", ".join(f"({_e_string(k.type)}, {_e_string(word)})" for k in KINDS for word in k.words)
     weights = FIELD_WEIGHTS
@@ -134,11 +137,13 @@ def sql_tokens(settings) -> dict[str, str]:
         "__COMMON_SHARE__": repr(float(COMMON_SHARE)), "__COMMON_FLOOR__": str(int(COMMON_FLOOR)),
         "__MIN_TERMS__": str(int(MIN_TERMS)),
         "__MIN_SPAN__": str(int(MIN_SPAN)), "__MAX_KANA_RUN__": str(int(MAX_KANA_RUN)),
+        # the frozen migration 006 reads the four weights; the functions read __TYPE_PRIORS__
         "__EXAMPLE_WEIGHT__": repr(float(settings.example_weight)),
         "__SECTION_WEIGHT__": repr(float(settings.section_weight)),
         "__TABLE_WEIGHT__": repr(float(settings.table_weight)),
         "__INTENT_BOOST__": repr(float(settings.intent_boost)),
-        "__INTENTS__": intents,
+        "__TYPE_PRIORS__": type_priors_sql_values(settings), "__INTENTS__": intents,
+        "__ROMAJI__": romaji_sql_values(),
         "__COSINE_CENTRE__": repr(float(settings.relevance_cosine_centre)),
         "__PART_COSINE_CENTRE__": repr(float(settings.relevance_part_cosine_centre)),
         "__COSINE_SLOPE__": repr(float(settings.relevance_cosine_slope)),
@@ -177,7 +182,7 @@ COVERAGE_FIELDS = ("t", "w", "r")  # not k: the reading bigrams of a query's par
 REBUILD_SHARE = 0.2
 # Part of every row's fingerprint (store/publishable.py): a change to what chunk_bag makes of a chunk
 # takes a new number, and the next publish writes every row's terms again.
-TERMS_VERSION = 1
+TERMS_VERSION = 2  # 2: kanji numeral runs read as numbers (二十三 -> 23; 1 read each digit: 2十3)
 
 
 def chunk_bag(chunk: dict, readings: dict[str, list[str]]) -> tuple[list[str], list[int], list[int]]:

@@ -13,15 +13,15 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KnowledgeBuildError
+from .common import DatabaseError
+from . import db_functions
+from .db_functions import DIM_TOKEN, render, table_dimension  # noqa: F401 (DIM_TOKEN: re-exported)
 
-DIM_TOKEN = "__DIM__"
 PUBLISH_LOCK = 7_305_001  # pg_advisory_xact_lock key: one publisher at a time
+FROZEN_AT = "010_repeatable_functions"  # from here on no migration is edited (tests/test_migrations_frozen.py)
+EDITED_BEFORE_FREEZE = ("006_hybrid",)  # 13 texts in its history; a database that lacks 010 runs today's again
 _FIELDS = ("id", "material", "anchor", "url", "title", "content", "excerpt", "learns", "learns_source", "type",
            "category", "level", "prerequisites", "content_hash")
-
-
-class DatabaseError(KnowledgeBuildError):
-    """The database cannot be used as asked; the message says how to fix it."""
 
 
 def connect(url: str, connect_timeout: float = 5.0, statement_timeout_ms: int | None = None):
@@ -45,27 +45,18 @@ def connect(url: str, connect_timeout: float = 5.0, statement_timeout_ms: int | 
 
 
 def migration_sql(dim: int) -> list[tuple[str, str]]:
-    """(version, SQL) of every shipped migration, in order, with the vector dimension filled in."""
-    from ..search.knowledge_index import MAX_MATCH_COUNT, MAX_QUERY_CHARS
-    from ..search.ranking import SearchSettings
-    from .lexical import sql_tokens
-
+    """(version, SQL) of every shipped migration, in order, with the vector dimension filled in. The
+    migrations are frozen; the functions are in store/functions (db_functions.py)."""
     folder = resources.files("knowledge_build.store").joinpath("migrations")
     files = sorted((f.name, f.read_text(encoding="utf-8")) for f in folder.iterdir() if f.name.endswith(".sql"))
-    # The public functions' input limits are the CLI's (migration 009): the same constants, rendered.
-    tokens = {DIM_TOKEN: str(int(dim)), "__MAX_QUERY_CHARS__": str(int(MAX_QUERY_CHARS)),
-              "__MAX_MATCH_COUNT__": str(int(MAX_MATCH_COUNT)), **sql_tokens(SearchSettings())}
-    out = []
-    for name, text in files:
-        for token, value in tokens.items():
-            text = text.replace(token, value)
-        out.append((name.removesuffix(".sql"), text))
-    return out
+    return [(name.removesuffix(".sql"), render(text, dim)) for name, text in files]
 
 
 def migrate(conn, dim: int, progress: bool = False) -> list[str]:
-    """Apply the migrations not yet recorded, in one transaction. Returns what was applied. `progress`:
-    a line on stderr as each starts (one may rebuild an index: minutes on a large table)."""
+    """Apply the migrations not yet recorded, then the function files (store/functions) whose rendered
+    text the database has not recorded, in one transaction. Returns what was applied (versions, then
+    `functions/<name>`). `progress`: a line on stderr as each starts (one may rebuild an index: minutes
+    on a large table)."""
     import sys
 
     applied_now = []
@@ -84,23 +75,43 @@ def migrate(conn, dim: int, progress: bool = False) -> list[str]:
                 "Migrate by hand: drop table knowledge_chunks (or alter column embedding type "
                 f"vector({dim}) after deleting its rows), delete the '002_chunks' and '003_functions' rows "
                 "of knowledge_migrations, then publish again.")
-        for version, sql in migration_sql(dim):
+        shipped = migration_sql(dim)
+        pending = [(version, sql) for version, sql in shipped if version not in done]
+        if FROZEN_AT not in done:
+            # Migrations edited in place before they were frozen (010) run again, today's text, before the
+            # pending ones: a database may have applied any earlier text (their statements are idempotent).
+            pending = [(version, sql) for version, sql in shipped if version in EDITED_BEFORE_FREEZE
+                       and version in done] + pending
+        for version, sql in pending:
+            if progress:
+                print(f"migrating: applying {version}", file=sys.stderr, flush=True)
+            _run_migration(conn, version, sql)
             if version not in done:
-                if progress:
-                    print(f"migrating: applying {version}", file=sys.stderr, flush=True)
-                conn.execute(sql)
                 conn.execute("insert into knowledge_migrations (version) values (%s)", (version,))
-                applied_now.append(version)
+            applied_now.append(version)
+        # A migration that writes functions (003, 006, 009) may have replaced today's: then every file again.
+        every = any(db_functions.touches_functions(sql) for _, sql in pending)
+        applied_now += db_functions.apply(conn, dim, every=every, progress=progress)
     from pgvector.psycopg import register_vector
 
     register_vector(conn)
     return applied_now
 
 
-def table_dimension(conn) -> int | None:
-    row = conn.execute("select a.atttypmod from pg_attribute a where a.attrelid = to_regclass('knowledge_chunks')"
-                       " and a.attname = 'embedding'").fetchone()
-    return int(row[0]) if row else None
+def _run_migration(conn, version: str, sql: str) -> None:
+    import psycopg
+
+    try:
+        conn.execute(sql)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise DatabaseError(f"migration {version} needs the database owner's rights ({str(exc).strip()}); nothing "
+                            "was applied. Fix: run 'knowledge-build db migrate' (or publish) once as the owner; "
+                            "members of knowledge_publisher publish after that") from exc
+    except psycopg.Error as exc:
+        raise DatabaseError(f"migration {version} failed in the database ({str(exc).strip().splitlines()[0]}); "
+                            "nothing was applied: the migrations are one transaction. Fix: check that the database is"
+                            " PostgreSQL with pgvector and holds only what knowledge-build made, then migrate again") \
+            from exc
 
 
 def meta(conn) -> dict[str, str]:

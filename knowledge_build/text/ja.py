@@ -29,7 +29,10 @@ import re
 import unicodedata
 from functools import lru_cache
 
-ANALYZER = "unidic-lite/lemma,reading,kana2,kana_terms,page,heading/7"
+from .romaji import hiragana
+from .romaji import read as read_romaji
+
+ANALYZER = "unidic-lite/lemma,reading,kana2,kana_terms,page,heading/8"  # 8: a run of numeral words is one number
 FIELDS = ("lemma", "reading", "kana2", "kana_terms", "page", "heading")
 # What the build's token cache keeps of each text: the fields, and the words' surfaces, which the
 # search box's bundle (browser/) reads from the same pass of the tokenizer.
@@ -47,11 +50,6 @@ ASCII_WORD = re.compile(r"[a-z0-9]+")
 KANA_N = 2  # length of the kana character n-grams
 _KANJI_DIGITS = {"〇": 0, "零": 0, "一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _KANJI_UNITS = {"十": 10, "百": 100, "千": 1000}
-# A word of Hepburn syllables (a doubled consonant is a small っ); English words rarely fit.
-ROMAJI = re.compile(r"(?:(?:ky|gy|sh|ch|ts|ny|hy|by|py|my|ry|j|[kgsztdnhbpmyrwf])?[aiueo]"
-                     r"|n(?![aiueoy])|([kgstdhbpmrfjcz])(?=\1)|t(?=ch))+")
-
-
 def normalize(text: str) -> str:
     return nfkc(text).lower()
 
@@ -168,6 +166,7 @@ def analyze(text: str, kana_terms: bool = False, surfaces: bool = False) -> dict
     terms: list[str] = []
     nouns: list[str] = []  # the readings of the run of nouns just before
     numeral = ""  # the lemma of the numeral just before, for compounds such as 二次 -> "2次"
+    written = ""  # its kanji, when the word just before was a numeral in kanji
     for word in _words(normalize(text)):
         feature = word.feature
         kana = getattr(feature, "kana", None)
@@ -183,16 +182,27 @@ def analyze(text: str, kana_terms: bool = False, surfaces: bool = False) -> dict
             terms += _sub_runs(nouns)
             nouns = []
         if feature.pos1 in _SKIP_POS:
+            written = ""
             continue
         if surfaces and word.surface.strip():
             surface.append(word.surface)
         lemma = _lemma(word)
+        kanji = word.surface if getattr(feature, "pos2", "") == "数詞" and is_kanji_numeral(word.surface) else ""
+        if kanji and written:
+            # Adjacent numeral words are one run, read as one number (THE numeral rule, numeral()):
+            # 二十 + 三 -> 23, not 20 and 3; 三千 + 五百 -> 3500.
+            written += kanji
+            lemmas[-1] = numeral = kanji_number(written)
+            if len(kana) > 1:
+                readings.append(kana)
+            continue
         if lemma:
             lemmas.append(lemma)
             # 一次 and 二次 share 次: the compound keeps them apart (二次方程式 -> 2, 次, 2次, 方程, 式).
             if numeral and feature.pos1 in _COMPOUND_POS and not ASCII_WORD.fullmatch(lemma):
                 lemmas.append(numeral + lemma)
         numeral = lemma if getattr(feature, "pos2", "") == "数詞" and lemma.isdigit() else ""
+        written = kanji if numeral else ""  # the kanji of the numeral just before, as written
         if len(kana) > 1:
             readings.append(kana)
     runs.append(run)
@@ -300,17 +310,38 @@ def _lemma(word) -> str:
         return surface
     lemma = getattr(word.feature, "lemma", None) or surface
     if getattr(word.feature, "pos2", "") == "数詞" and all(c in _KANJI_DIGITS or c in _KANJI_UNITS for c in lemma):
-        return str(kanji_number(lemma))
+        return kanji_number(lemma)
     # UniDic writes loanword lemmas as "ガス-gas": keep the Japanese side (a run of hyphens,
     # "--", has no side to keep and stays itself).
     head = lemma.split("-")[0]
     return head if head and "-" in lemma[1:] else lemma
 
 
-def kanji_number(text: str) -> int:
-    """二 -> 2, 十二 -> 12, 二百五 -> 205 (positional digits too: 二〇 -> 20)."""
+# THE numeral rule: a run of these characters reads as its number (kanji_number; 二十三 -> 23, 二〇 -> 20,
+# 百 -> 100). The box (browser/analysis.py's fold, knowledge-search.js) and the database read every run in the
+# text; the artifacts read the runs the tokenizer tags as numerals (adjacent numeral words joined: 二十 + 三),
+# so a word that only holds such characters keeps its lemma (一般, 三角形, 千葉): a declared difference, since
+# engines without a tokenizer cannot tell 一般 from 一, and each folds its queries as it folds its texts.
+NUMERAL_CHARS = "〇一二三四五六七八九十百千"
+NUMERAL_RUN = re.compile(f"[{NUMERAL_CHARS}]+")
+
+
+def is_kanji_numeral(text: str) -> bool:
+    return bool(text) and all(c in NUMERAL_CHARS for c in text)
+
+
+def numerals(text: str) -> str:
+    """Every run of kanji numerals in `text` as its number (二十三 -> 23, 百分率 -> 100分率): the box's and
+    the database's rule."""
+    return NUMERAL_RUN.sub(lambda m: kanji_number(m.group()), text)
+
+
+def kanji_number(text: str) -> str:
+    """The number in digits: 二 -> 2, 十二 -> 12, 二百五 -> 205 (positional digits too: 二〇 -> 20, 〇一 -> 1).
+    A run of digits only is read as text, not through int(): Python refuses to convert a string of more than
+    4,300 digits (the database's knowledge_number and the box's BigInt read any length)."""
     if all(c in _KANJI_DIGITS for c in text):
-        return int("".join(str(_KANJI_DIGITS[c]) for c in text))
+        return "".join(str(_KANJI_DIGITS[c]) for c in text).lstrip("0") or "0"
     total, digit = 0, 0
     for c in text:
         if c in _KANJI_DIGITS:
@@ -318,7 +349,7 @@ def kanji_number(text: str) -> int:
         else:
             total += (digit or 1) * _KANJI_UNITS[c]
             digit = 0
-    return total + digit
+    return str(total + digit)
 
 
 def _katakana(text: str) -> str:
@@ -360,12 +391,11 @@ def _analyze_kana_terms(text: str, known_token) -> dict[str, list[str]]:
 def expansions(query: str, english: dict[str, str], romaji: bool = True) -> list[str]:
     words = re.findall(r"[a-z]+", normalize(query).replace("'", ""))
     out = []
-    romaji_words = [w for w in words if len(w) > 1 and ROMAJI.fullmatch(w)] if romaji else []
-    if romaji_words:
-        import jaconv
-
-        # Spaces between romaji words are the writer's (yogen teiri): Japanese is read without them.
-        out.append("".join(jaconv.alphabet2kana(w) for w in romaji_words))
+    kana = [read_romaji(w) for w in words] if romaji else []
+    if any(kana):
+        # Spaces between romaji words are the writer's (yogen teiri): Japanese is read without them. In
+        # hiragana, as the tagger reads a query typed in kana (text/romaji.py: THE syllable table).
+        out.append(hiragana("".join(k for k in kana if k)))
     phrase = f" {' '.join(words)} "
     out += [term for slug, term in english.items() if f" {slug.replace('-', ' ')} " in phrase]
     return out

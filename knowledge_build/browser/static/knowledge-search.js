@@ -6,24 +6,7 @@ const SUP = "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱ";
 const SCRIPTS = /[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱ]+|[₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₙ]+/g;
 const DIGITS = "〇一二三四五六七八九";
 const UNITS = { "十": 10n, "百": 100n, "千": 1000n };
-const ROMAJI = /^(?:(?:ky|gy|sh|ch|ts|ny|hy|by|py|my|ry|j|[kgsztdnhbpmyrwf])?[aiueo]|n(?![aiueoy])|([kgstdhbpmrfjcz])(?=\1)|t(?=ch))+$/;
 const MIN_READING = 3;
-
-const ONSETS = {
-  "": "アイウエオ", k: "カキクケコ", g: "ガギグゲゴ", s: "サシスセソ", z: "ザジズゼゾ", t: "タチツテト",
-  d: "ダヂヅデド", n: "ナニヌネノ", h: "ハヒフヘホ", b: "バビブベボ", p: "パピプペポ", m: "マミムメモ",
-  y: ["ヤ", "イ", "ユ", "イェ", "ヨ"], r: "ラリルレロ", w: ["ワ", "ウィ", "ウ", "ウェ", "ヲ"],
-  f: ["ファ", "フィ", "フ", "フェ", "フォ"], j: ["ジャ", "ジ", "ジュ", "ジェ", "ジョ"],
-  sh: ["シャ", "シ", "シュ", "シェ", "ショ"], ch: ["チャ", "チ", "チュ", "チェ", "チョ"],
-  ts: ["ツァ", "ツィ", "ツ", "ツェ", "ツォ"],
-};
-for (const [onset, row] of [["ky", "キ"], ["gy", "ギ"], ["ny", "ニ"], ["hy", "ヒ"], ["by", "ビ"], ["py", "ピ"], ["my", "ミ"], ["ry", "リ"]]) {
-  ONSETS[onset] = ["ャ", "ィ", "ュ", "ェ", "ョ"].map((small) => row + small);
-}
-const SYLLABLES = {};
-for (const [onset, kana] of Object.entries(ONSETS)) {
-  [..."aiueo"].forEach((vowel, i) => { SYLLABLES[onset + vowel] = typeof kana === "string" ? [...kana][i] : kana[i]; });
-}
 
 // text/ja.py's kanji_number: 二 -> 2, 十二 -> 12, 二百五 -> 205, a run of digits only positionally (二〇 -> 20).
 function kanjiNumber(text) {
@@ -46,20 +29,39 @@ export function fold(text) {
   return t.replace(/[\u3041-\u3096]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 0x60));
 }
 
-function toKana(word) {
+// The syllables of the romaji table the bundle ships (knowledge_build/data/romaji.json, text/romaji.py).
+const spell = new WeakMap();
+function syllables(t) {
+  if (!spell.has(t)) {
+    const out = {}, row = (r) => (r.includes(" ") ? r.split(" ") : [...r]);
+    for (const [onset, kana] of Object.entries(t.rows)) row(kana).forEach((k, i) => { out[onset + t.vowels[i]] = k; });
+    for (const [onset, kana] of Object.entries(t.contracted)) [...t.small].forEach((k, i) => { out[onset + t.vowels[i]] = kana + k; });
+    spell.set(t, out);
+  }
+  return spell.get(t);
+}
+
+// A lower-case word read by text/romaji.py's four rules (nn, not before y; n before a consonant or at the end; a doubled
+// letter or t before ch; the longest syllable), or null when it is not romaji.
+export function readRomaji(word, t) {
+  const found = syllables(t);
   let out = "", i = 0;
+  if (word.length < 2) return null;
   while (i < word.length) {
-    const size = [3, 2, 1].find((n) => i + n <= word.length && SYLLABLES[word.slice(i, i + n)] !== undefined);
-    if (size) { out += SYLLABLES[word.slice(i, i + size)]; i += size; continue; }
     const c = word[i], next = word[i + 1];
-    out += c === "n" ? "ン" : (next === c || (c === "t" && next === "c")) ? "ッ" : c;
-    i += 1;
+    if (c === "n" && next === "n" && word[i + 2] !== "y") { out += t.n; i += 2; continue; }
+    if (c === "n" && (next === undefined || !(t.vowels + "y").includes(next))) { out += t.n; i += 1; continue; }
+    if (t.doubled.includes(c) && (next === c || (c === "t" && word.slice(i + 1, i + 3) === "ch"))) { out += t.sokuon; i += 1; continue; }
+    const size = [3, 2, 1].find((n) => i + n <= word.length && found[word.slice(i, i + n)] !== undefined);
+    if (!size) return null;
+    out += found[word.slice(i, i + size)];
+    i += size;
   }
   return out;
 }
 
-export function romajiKana(text) {
-  return (fold(text).match(/[a-z]+/g) || []).filter((w) => w.length > 1 && ROMAJI.test(w)).map(toKana).join("");
+export function romajiKana(text, table) {
+  return (fold(text).match(/[a-z]+/g) || []).map((w) => readRomaji(w, table)).filter((k) => k).join("");
 }
 
 const byCodePoint = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
@@ -76,9 +78,9 @@ function thesaurusWordings(folded, thesaurus) {
   return [...new Set(kept.map((s) => s[2]))];
 }
 
-export function queryTexts(query, thesaurus, english) {
+export function queryTexts(query, thesaurus, english, romaji) {
   const folded = fold(query);
-  const texts = [folded, romajiKana(query)];
+  const texts = [folded, romajiKana(query, romaji)];
   const phrase = ` ${(folded.replaceAll("'", "").match(/[a-z]+/g) || []).join(" ")} `;
   for (const words of Object.keys(english).sort(byCodePoint)) if (phrase.includes(` ${words} `)) texts.push(fold(english[words]));
   for (const wording of thesaurusWordings(folded, thesaurus)) for (const term of thesaurus[wording]) texts.push(fold(term));
@@ -103,9 +105,9 @@ export function queryKeys(texts) {
 }
 
 // (body terms, reading terms) of a query; lookup(key): the vocabulary's terms filed under key.
-export function queryTerms(query, thesaurus, english, lookup) {
+export function queryTerms(query, thesaurus, english, romaji, lookup) {
   const body = [], reading = [];
-  for (const text of queryTexts(query, thesaurus, english)) {
+  for (const text of queryTexts(query, thesaurus, english, romaji)) {
     const chars = [...text], spans = [];
     for (let i = 0; i < chars.length; i++) {
       for (const key of i + 1 < chars.length ? [chars[i], chars[i] + chars[i + 1]] : [chars[i]]) {
@@ -240,19 +242,22 @@ function checkEntry(entry) {
   if (!isTable(entry) || entry.format !== FORMAT) fail(`it is not a ${FORMAT} entry point`);
   const { rows, records, types, levels, thesaurus, english } = entry;
   if (!isCount(rows, MAX_ROWS)) fail(`rows ${JSON.stringify(rows)} is not a count from 0 to ${MAX_ROWS}`);
-  if (JSON.stringify(entry.fields) !== JSON.stringify(FIELDS) || !isNumber(entry.intent_boost) || ![entry.weights, entry.scales]
+  if (JSON.stringify(entry.fields) !== JSON.stringify(FIELDS) || ![entry.weights, entry.scales]
       .every((v) => Array.isArray(v) && v.length === FIELDS.length && v.every(isNumber))) {
-    fail("fields, weights, scales or intent_boost are not what this reader ranks with");
+    fail("fields, weights or scales are not what this reader ranks with");
   }
   if (!isTable(records) || !isCount(records.rows, MAX_ROWS) || records.rows < 1) fail("records.rows is not a count from 1");
   const labelled = (v) => isTable(v) && isText(v.value) && isText(v.label);
-  if (!Array.isArray(types) || types.length >= 255 || !types.every((t) => labelled(t) && isNumber(t.weight) && strings(t.words))
+  if (!Array.isArray(types) || types.length >= 255 || !types.every((t) => labelled(t) && isNumber(t.weight) && isNumber(t.named) && strings(t.words))
       || !Array.isArray(levels) || levels.length >= 255 || !levels.every(labelled)) {
     fail("types or levels are not lists of values and labels");
   }
   if (!isTable(thesaurus) || !Object.values(thesaurus).every(strings) || !isTable(english) || !Object.values(english).every(isText)) {
     fail("thesaurus or english is not a table of terms");
   }
+  const r = entry.romaji, texts = (v) => isTable(v) && Object.values(v).every(isText);
+  if (!isTable(r) || !["vowels", "n", "sokuon", "doubled", "small"].every((k) => isText(r[k])) || r.vowels.length !== 5
+      || [...r.small].length !== 5 || !texts(r.rows) || !texts(r.contracted)) fail("romaji is not a syllable table");
   let d;
   try {
     d = { t: unpack(entry.shards), r: rows ? unpack(records.files) : [], p: unpack(entry.places) };
@@ -269,6 +274,27 @@ async function verified(data, expected, name) {
   const sum = new Uint8Array(await crypto.subtle.digest("SHA-256", data));
   if (!expected.every((b, i) => sum[i] === b)) throw broken(name, `its sha256 does not begin with the digest ${ENTRY} lists for it`);
   return data;
+}
+
+// Per type code, a row's multiplier for this query from the bundle's type-prior table (ranking.type_priors):
+// the type's weight, or its weight when named for the one type the query names; 1 for no known type.
+export function typeWeights(types, query) {
+  const folded = fold(query);
+  const named = types.map((t, i) => (t.words.some((w) => folded.includes(w)) ? i : -1)).filter((i) => i >= 0);
+  const weights = types.map((t, i) => (named.length === 1 && named[0] === i ? t.named : t.weight));
+  return (code) => (code < weights.length ? weights[code] : 1);
+}
+
+// The first k places of `ranked` ([row, score], best first), each led by its best row (search/places.py).
+export function leadsByPlace(ranked, placeOf, k) {
+  const seen = new Set(), leads = [];
+  for (const item of ranked) {
+    if (leads.length === k) break;
+    if (seen.has(placeOf(item))) continue;
+    seen.add(placeOf(item));
+    leads.push(item);
+  }
+  return leads;
 }
 
 export async function open(base) {
@@ -302,11 +328,11 @@ export async function open(base) {
   const records = (number) => load("r", number, (data, name) => readRecords(data, Math.min(size, entry.rows - number * size), name));
 
   async function scores(query) {
-    const keys = queryKeys(queryTexts(query, entry.thesaurus, entry.english));
+    const keys = queryKeys(queryTexts(query, entry.thesaurus, entry.english, entry.romaji));
     const loaded = new Map();
     await Promise.all([...new Set(keys.map(shardOf))].map(async (n) => loaded.set(n, await shard(n))));
     const lookup = (key) => [...loaded.get(shardOf(key)).keys()].filter((t) => termKey(t) === key);
-    const [body, reading] = queryTerms(query, entry.thesaurus, entry.english, lookup);
+    const [body, reading] = queryTerms(query, entry.thesaurus, entry.english, entry.romaji, lookup);
     const found = new Map();
     entry.fields.forEach((field, slot) => {
       const unit = entry.weights[slot] * entry.scales[slot];
@@ -319,14 +345,6 @@ export async function open(base) {
     return { found, body, reading };
   }
 
-  function typeWeights(query) {
-    const folded = fold(query);
-    const named = entry.types.map((t, i) => (t.words.some((w) => folded.includes(w)) ? i : -1)).filter((i) => i >= 0);
-    const weights = entry.types.map((t) => t.weight);
-    if (named.length === 1) weights[named[0]] = entry.types[named[0]].value === "example" ? 1 : entry.intent_boost;
-    return (code) => (code < weights.length ? weights[code] : 1);
-  }
-
   async function search(query, { k = 8, type = null, level = null } = {}) {
     if (!query || !query.trim()) return [];
     const n = [...query].length;
@@ -334,7 +352,7 @@ export async function open(base) {
     const [{ found, body, reading }, info] = await Promise.all([scores(query), rowInfo()]);
     const typeCode = type === null ? null : entry.types.findIndex((t) => t.value === type);
     const levelCode = level === null ? null : entry.levels.findIndex((v) => v.value === level);
-    const weight = typeWeights(query);
+    const weight = typeWeights(entry.types, query);
     const ranked = [];
     for (const [row, score] of found) {
       if (typeCode !== null && info.types[row] !== typeCode) continue;
@@ -342,13 +360,7 @@ export async function open(base) {
       ranked.push([row, type === null ? score * weight(info.types[row]) : score]);
     }
     ranked.sort((a, b) => b[1] - a[1] || a[0] - b[0]);
-    const seen = new Set(), leads = [];
-    for (const [row, score] of ranked) {
-      if (seen.has(info.place[row])) continue;
-      seen.add(info.place[row]);
-      leads.push([row, score]);
-      if (leads.length === k) break;
-    }
+    const leads = leadsByPlace(ranked, ([row]) => info.place[row], k);
     const held = await Promise.all(leads.map(([row]) => records(Math.floor(row / size))));
     return leads.map(([row, score], i) => {
       const [id, link, title, typeValue, levelValue, learns, excerpt] = held[i][row % size];

@@ -1,0 +1,32 @@
+"""The conformance corpus (tests/conformance/cases.py) through the search box's own JavaScript
+(knowledge_build/browser/static/knowledge-search.js), imported by a real `node` (no browser): the cases of
+the rules the box implements, with the romaji table and the type-prior table the bundle ships it."""
+
+import json
+import os
+import subprocess
+
+from knowledge_build.browser import bundle
+from knowledge_build.kinds import TYPES
+from knowledge_build.text.romaji import table
+
+from .conformance.cases import HERE, RULE_ENGINES, cases_for, expected_for, matches
+from .conftest import ROOT
+from .test_js_example import node  # noqa: F401  (the fixture: node 18+, a failure when missing)
+
+MODULE = ROOT / "knowledge_build" / "browser" / "static" / "knowledge-search.js"
+
+
+def test_the_box_javascript_passes_the_corpus(node, tmp_path):  # noqa: F811
+    shipped = tmp_path / "bundle.json"
+    shipped.write_text(json.dumps({"types": bundle.type_entries(list(TYPES)), "romaji": table()}, ensure_ascii=False),
+                       encoding="utf-8")
+    done = subprocess.run([node, str(HERE / "run.mjs"), str(MODULE), str(shipped)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "RULE_ENGINES": json.dumps(RULE_ENGINES)})
+    assert done.returncode == 0, done.stderr
+    got = {line["where"]: line["got"] for line in map(json.loads, done.stdout.splitlines())}
+    cases = cases_for("box")
+    assert len(got) == len(cases) > 200
+    failed = [f"{c['where']} {c['rule']} {c['input']!r}: got {got[c['where']]!r}, expected {expected_for(c, 'box')!r}"
+              for c in cases if not matches(got[c["where"]], expected_for(c, "box"))]
+    assert not failed, f"{len(failed)} of {len(cases)} cases:\n" + "\n".join(failed)
