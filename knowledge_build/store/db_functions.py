@@ -147,18 +147,19 @@ def apply(conn, dim: int, every: bool = False, progress: bool = False) -> list[s
         except psycopg.errors.InsufficientPrivilege as exc:
             raise DatabaseError(
                 f"the database's functions (functions/{file.name}.sql) are older than this version of "
-                f"knowledge-build, and this role may not replace them ({_first_line(exc)}). "
+                f"knowledge-build, and this role may not replace them ({first_line(exc)}). "
                 f"Fix: ask the database's owner to run 'knowledge-build db migrate --dim {dim}', then publish "
                 "again") from exc
         except psycopg.Error as exc:
             raise DatabaseError(
-                f"functions/{file.name}.sql failed in the database ({_first_line(exc)}); nothing was applied: the "
+                f"functions/{file.name}.sql failed in the database ({first_line(exc)}); nothing was applied: the "
                 "migrations and the functions are one transaction. Fix: correct the file (or the constants it "
                 "renders), then migrate again") from exc
         applied.append(f"functions/{file.name}")
     return applied
 
 
-def _first_line(exc: Exception) -> str:
+def first_line(exc: Exception) -> str:
+    """A database error's first line (its detail and hint lines are for a log, not for one error line)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__

@@ -108,7 +108,7 @@ def _run_migration(conn, version: str, sql: str) -> None:
                             "was applied. Fix: run 'knowledge-build db migrate' (or publish) once as the owner; "
                             "members of knowledge_publisher publish after that") from exc
     except psycopg.Error as exc:
-        raise DatabaseError(f"migration {version} failed in the database ({str(exc).strip().splitlines()[0]}); "
+        raise DatabaseError(f"migration {version} failed in the database ({db_functions.first_line(exc)}); "
                             "nothing was applied: the migrations are one transaction. Fix: check that the database is"
                             " PostgreSQL with pgvector and holds only what knowledge-build made, then migrate again") \
             from exc
