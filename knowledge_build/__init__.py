@@ -25,7 +25,7 @@ _EXPORTS = {
     "EmbedderMismatch": "errors", "InputTooLarge": "errors", "KnowledgeBuildError": "errors",
     "QueryTooLong": "errors", "SiteNotFound": "errors", "UnknownFilterValue": "errors",
     "BuildResult": "pipeline", "Extraction": "pipeline", "build": "pipeline", "extract": "pipeline",
-    "SearchSettings": "search.ranking",
+    "SearchSettings": "ranking.settings",
     "KnowledgeIndex": "search.knowledge_index", "SearchResult": "search.knowledge_index",
     "CircuitBreaker": "serve.service", "SearchService": "serve.service", "open_search": "serve.service",
     "NoteStore": "store.notes",

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 import knowledge_build as kb
 from knowledge_build.cli import main
-from knowledge_build.search.ranking import SearchSettings
+from knowledge_build.ranking.settings import SearchSettings
 from knowledge_build.serve.answer import NOTE_DISABLED, NOTE_NOTHING, ChatFailed, format_answer
 from knowledge_build.store.sources import SourceStore
 from knowledge_build.web.chunk import WebChunk

@@ -1,4 +1,4 @@
-"""The conformance corpus (tests/conformance/cases.py) through the Python engines: the artifacts (search/,
+"""The conformance corpus (knowledge_build/ranking/conformance) through the Python engines: the artifacts (search/,
 text/ja.py) and the search box's Python mirror (browser/analysis.py, browser/search.py). The box's own
 JavaScript runs the same cases under node (tests/test_conformance_js.py)."""
 
@@ -7,12 +7,13 @@ import pytest
 from knowledge_build.browser import analysis, bundle
 from knowledge_build.browser import search as box_search
 from knowledge_build.kinds import TYPES
-from knowledge_build.search import ranking
-from knowledge_build.search.places import by_place
-from knowledge_build.search.relevance import relevances
+from knowledge_build.ranking import fusion, priors
+from knowledge_build.ranking.settings import SearchSettings
+from knowledge_build.ranking.places import by_place
+from knowledge_build.ranking.relevance import relevances
 from knowledge_build.text import ja
 
-from .conformance.cases import ENGINES, RULE_ENGINES, cases_for, expected_for, load, matches
+from knowledge_build.ranking.conformance import ENGINES, RULE_ENGINES, cases_for, expected_for, load, matches
 
 
 def _katakana(text: str) -> str:
@@ -26,12 +27,12 @@ def _rows(scores: dict) -> dict:
 def _fusion(case: dict) -> dict:
     channels = {name: {int(r): v for r, v in scores.items()} for name, scores in case["channels"].items()}
     if case["method"] == "rrf":
-        return _rows(ranking.rrf(channels, case["weights"], case["k"]))
-    return _rows(ranking.dbsf(channels, case["weights"]))
+        return _rows(fusion.rrf(channels, case["weights"], case["k"]))
+    return _rows(fusion.dbsf(channels, case["weights"]))
 
 
 def _relevance(case: dict) -> dict:
-    found, best = relevances(case["cosines"], case["coverage"], ranking.SearchSettings(), parts=case["parts"])
+    found, best = relevances(case["cosines"], case["coverage"], SearchSettings(), parts=case["parts"])
     return {"relevance": found, "best": best}
 
 
@@ -39,7 +40,7 @@ ARTIFACTS = {
     "romaji": lambda text: _katakana("".join(ja.expansions(text, {}))),
     "fold": ja.normalize,
     "lemmas": lambda text: ja.analyze(text)["lemma"],
-    "type_weight": lambda case: ranking.type_weights(case["query"], ranking.SearchSettings())[case["type"]],
+    "type_weight": lambda case: priors.type_weights(case["query"], SearchSettings())[case["type"]],
     "fusion": _fusion,
     "relevance": _relevance,
     "places": lambda case: [lead[0] for lead, _ in by_place(case["ranked"], lambda item: item[1], case["k"])],
@@ -101,5 +102,5 @@ def test_the_sql_renderings_hold_the_same_tables():
     value = json.loads(rendered[1:-len("'::jsonb")].replace("''", "'"))
     assert value["syllables"] == {k: hiragana(v) for k, v in syllables().items()} and value["n"] == "ん"
     assert value["sokuon"] == "っ" and value["vowels"] == "aiueo"
-    rows = ranking.type_priors_sql_values(ranking.SearchSettings())
+    rows = priors.type_priors_sql_values(SearchSettings())
     assert rows.count("(") == len(TYPES) and "('example', 0.5, 1.0)" in rows and "('rule', 1.0, 1.2)" in rows

@@ -1,4 +1,4 @@
-"""The conformance corpus (tests/conformance/cases.py) through the search box's own JavaScript
+"""The conformance corpus (knowledge_build/ranking/conformance) through the search box's own JavaScript
 (knowledge_build/browser/static/knowledge-search.js), imported by a real `node` (no browser): the cases of
 the rules the box implements, with the romaji table and the type-prior table the bundle ships it."""
 
@@ -10,7 +10,7 @@ from knowledge_build.browser import bundle
 from knowledge_build.kinds import TYPES
 from knowledge_build.text.romaji import table
 
-from .conformance.cases import HERE, RULE_ENGINES, cases_for, expected_for, matches
+from knowledge_build.ranking.conformance import HERE, RULE_ENGINES, cases_for, expected_for, matches
 from .conftest import ROOT
 from .test_js_example import node  # noqa: F401  (the fixture: node 18+, a failure when missing)
 

@@ -1,13 +1,13 @@
-"""The conformance corpus (tests/conformance/cases.py) through the database's own SQL functions on the test
+"""The conformance corpus (knowledge_build/ranking/conformance) through the database's own SQL functions on the test
 PostgreSQL server, migrated and never published: each rule the database implements is run by the function
-that implements it in search_knowledge (cases.py's docstring names them), not by a Python copy of it."""
+that implements it in search_knowledge (knowledge_build/ranking/conformance's docstring names them), not by a Python copy of it."""
 
 import psycopg
 import pytest
 
 from knowledge_build.store.postgres import connect, migrate
 
-from .conformance.cases import SQL_ELSEWHERE, cases_for, expected_for, matches
+from knowledge_build.ranking.conformance import SQL_ELSEWHERE, cases_for, expected_for, matches
 
 pytestmark = pytest.mark.db
 

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from knowledge_build import KnowledgeIndex, SearchService
 from knowledge_build.cli import main
+from knowledge_build.ranking import settings as ranking_settings
 from knowledge_build.store import db_functions, lexical
 from knowledge_build.store.postgres import connect, hybrid_search, migrate, migration_sql, publish, render
 
@@ -167,7 +168,7 @@ def test_a_changed_function_file_is_applied_again_by_db_migrate(published_db, mo
     with psycopg.connect(published_db) as conn:
         granted = _grants(conn)
     before = _recorded(published_db)
-    monkeypatch.setattr(lexical, "COMMON_SHARE", 0.5)
+    monkeypatch.setattr(ranking_settings, "COMMON_SHARE", 0.5)
     migrated = CliRunner().invoke(main, ["db", "migrate", "--dim", "64", "--database-url", published_db])
     assert migrated.output == "Applied functions/search.\n"
     after = _recorded(published_db)

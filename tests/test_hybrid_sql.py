@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from knowledge_build import KnowledgeIndex, build, load_config
 from knowledge_build.cli import main
 from knowledge_build.serve.service import SearchService
+from knowledge_build.ranking import settings as ranking_settings
 from knowledge_build.store import lexical
 from knowledge_build.store.postgres import connect, hybrid_search, publish
 
@@ -282,8 +283,8 @@ def _common_terms_rule(conn, monkeypatch, share: float, floor: int) -> None:
     from knowledge_build.store.db_functions import function_files
     from knowledge_build.store.postgres import table_dimension
 
-    monkeypatch.setattr(lexical, "COMMON_SHARE", share)
-    monkeypatch.setattr(lexical, "COMMON_FLOOR", floor)
+    monkeypatch.setattr(ranking_settings, "COMMON_SHARE", share)
+    monkeypatch.setattr(ranking_settings, "COMMON_FLOOR", floor)
     conn.execute({f.name: f for f in function_files(table_dimension(conn))}["search"].apply_sql())
 
 

@@ -20,7 +20,7 @@ from knowledge_build.kinds import (
     type_of_id,
 )
 from knowledge_build.model import Chunk
-from knowledge_build.search.ranking import intended_type
+from knowledge_build.ranking.priors import intended_type
 from knowledge_build.site.ids import choose_prefix
 from knowledge_build.text.ja import ANALYZER
 

@@ -210,3 +210,36 @@ def test_the_readme_names_every_sub_package_and_no_other():
     named = set(re.findall(r"`(\w+)/`", section)) | set(re.findall(r"`store/(\w+)/`", section))
     packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")} | {"templates", "migrations", "functions"}
     assert named == packages
+
+
+ENGINES = ("search", "store", "browser")  # the three engines of ranking/'s docstring: artifacts, database, box
+
+
+def _package_of(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else ""
+
+
+def test_ranking_is_a_leaf_that_no_engine_bypasses():
+    """ranking/ states the ranking for every engine: it imports none of them (only the top-level errors and
+    kinds), and no engine imports another's modules to reach a rule (issue 39)."""
+    graph = import_graph(PACKAGE)
+    leaf = {name: sorted(edge for edge in edges if not edge.startswith("knowledge_build.ranking")
+                         and edge not in ("knowledge_build.errors", "knowledge_build.kinds"))
+            for name, edges in graph.items() if name.startswith("knowledge_build.ranking")}
+    assert leaf and all(not edges for edges in leaf.values()), leaf
+    crossing = sorted(f"{name} imports {edge}" for name, edges in graph.items() for edge in edges
+                      if _package_of(name) in ENGINES and _package_of(edge) in ENGINES
+                      and _package_of(edge) != _package_of(name))
+    assert crossing == []
+
+
+def test_importing_the_writable_stores_loads_no_other_engine():
+    """The notes and web-source stores check a query with ranking/'s limits and fuse with its fusion: they
+    need none of the artifacts' loader, the index or the box (before issue 39: 26 modules, index/ among them)."""
+    code = ("import json, sys\nimport knowledge_build.store.notes, knowledge_build.store.sources\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('knowledge_build'))))")
+    loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                       check=True).stdout.strip().splitlines()[-1])
+    assert "knowledge_build.ranking.fusion" in loaded  # the check looks at the right process
+    others = [m for m in loaded if _package_of(m) in ("index", "search", "browser")]
+    assert others == []

@@ -1,4 +1,4 @@
-"""One result per place (search/places.py): chunks whose links land on the same spot (the same url)
+"""One result per place (ranking/places.py): chunks whose links land on the same spot (the same url)
 are one result, the others travel with it as `sub_results`, and `k` counts places, in the site's
 search (artifacts and a dense ranking another store supplies), the CLI and `eval`."""
 
@@ -15,7 +15,7 @@ from click.testing import CliRunner
 import knowledge_build as kb
 from knowledge_build.cli import main
 from knowledge_build.evaluation.evaluate import place_id
-from knowledge_build.search.places import MAX_SUB_RESULTS, by_place
+from knowledge_build.ranking.places import MAX_SUB_RESULTS, by_place
 
 from .conftest import FakeEmbedder
 
@@ -122,7 +122,7 @@ def test_a_similarity_floor_applies_to_every_chunk_shown_lead_and_sub_results(in
 
 
 def test_a_relevance_floor_applies_to_every_chunk_shown(fake_index_dir):
-    from knowledge_build.search.ranking import SearchSettings
+    from knowledge_build.ranking.settings import SearchSettings
 
     index = kb.KnowledgeIndex.open(fake_index_dir, FakeEmbedder(), settings=SearchSettings(relevance_cosine_slope=0))
     results = index.search(ROW_QUESTION, k=5)

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from knowledge_build.search.knowledge_index import MAX_MATCH_COUNT, MAX_QUERY_CHARS
+from knowledge_build.ranking.settings import MAX_MATCH_COUNT, MAX_QUERY_CHARS
 from knowledge_build.store.notes import NoteStore
 from knowledge_build.store.postgres import InvalidQueryVector, connect, hybrid_search, publish
 from knowledge_build.store.sources import SourceStore

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from knowledge_build import KnowledgeIndex, NoteStore, SearchService
 from knowledge_build.cli import main
 from knowledge_build.index.postings import from_token_lists
-from knowledge_build.search.ranking import SearchSettings
-from knowledge_build.search.relevance import idf, lexical_coverage, relevances
+from knowledge_build.ranking.settings import SearchSettings
+from knowledge_build.ranking.relevance import idf, lexical_coverage, relevances
 
 
 def _postings(docs, reference):

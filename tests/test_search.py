@@ -3,7 +3,8 @@
 import pytest
 
 from knowledge_build import KnowledgeBuildError, KnowledgeIndex, build, load_config
-from knowledge_build.search.ranking import SearchSettings, intended_type, type_weights
+from knowledge_build.ranking.priors import intended_type, type_weights
+from knowledge_build.ranking.settings import SearchSettings
 
 from .conftest import FakeEmbedder, assert_rank_order
 
@@ -79,14 +80,14 @@ def test_one_concept_on_two_pages_lists_the_other_location(tmp_path):
 
 
 def test_rrf_sums_weighted_reciprocal_ranks():
-    from knowledge_build.search.ranking import rrf
+    from knowledge_build.ranking.fusion import rrf
 
     fused = rrf({"dense": {1: 0.9, 2: 0.8}, "lexical": {2: 7.0, 3: 1.0}}, {"dense": 1.0, "lexical": 2.0}, k=60)
     assert fused == pytest.approx({1: 1 / 61, 2: 1 / 62 + 2 / 61, 3: 2 / 62})
 
 
 def test_dbsf_normalises_each_channel_by_its_own_spread():
-    from knowledge_build.search.ranking import dbsf
+    from knowledge_build.ranking.fusion import dbsf
 
     fused = dbsf({"dense": {1: 0.90, 2: 0.80}, "lexical": {2: 12.0, 3: 2.0}}, {"dense": 1.0, "lexical": 1.0})
     # Each channel: mean ± 3 sd maps to 0..1, so a channel's best and worst are 1/3 apart around 0.5.

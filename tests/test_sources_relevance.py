@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from knowledge_build.search.places import MAX_SUB_RESULTS
-from knowledge_build.search.ranking import SearchSettings
+from knowledge_build.ranking.places import MAX_SUB_RESULTS
+from knowledge_build.ranking.settings import SearchSettings
 from knowledge_build.store.source_relevance import StoreStatistics, coverage
 from knowledge_build.store.sources import SourceStore
 from tests.conftest import FakeEmbedder

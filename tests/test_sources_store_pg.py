@@ -105,7 +105,7 @@ def test_postgres_store_made_before_the_language_column_gets_it(fresh_db):
 def test_postgres_relevance_and_places_are_those_of_sqlite(fresh_db, tmp_path):
     """The store's own statistics (chunks, mean length, chunks holding each token) read from the GIN
     index and the tokens' JSON give the numbers SQLite's terms table gives: the same relevance."""
-    from knowledge_build.search.ranking import SearchSettings
+    from knowledge_build.ranking.settings import SearchSettings
 
     settings = SearchSettings(relevance_cosine_slope=0.0)  # the fake cosines say nothing: coverage decides
     found = []

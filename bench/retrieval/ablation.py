@@ -24,7 +24,7 @@ from knowledge_build.embed.runner import embed_with_cache
 from knowledge_build.evaluation.evaluate import evaluate, load_dataset
 from knowledge_build.pipeline import lexical_fields
 from knowledge_build.search import knowledge_index as search_module
-from knowledge_build.search.ranking import SearchSettings
+from knowledge_build.ranking.settings import SearchSettings
 from knowledge_build.text import ja as text_ja
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared harness

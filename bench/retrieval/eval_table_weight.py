@@ -18,7 +18,7 @@ from pathlib import Path
 
 import knowledge_build as kb
 from knowledge_build.evaluation.evaluate import load_dataset
-from knowledge_build.search.ranking import SearchSettings
+from knowledge_build.ranking.settings import SearchSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared harness
 import harness  # noqa: E402

@@ -36,10 +36,12 @@ from importlib import resources
 
 import numpy as np
 
-from ..index.postings import B, K1, PostingsBuilder
+from ..index.postings import PostingsBuilder
 from ..kinds import BY_TYPE, TYPES
-from ..search.ranking import SearchSettings, type_priors
+from ..ranking.priors import type_priors
+from ..ranking.settings import B, BOX_FIELD_WEIGHTS, K1, SearchSettings
 from ..text.romaji import table as romaji_table
+from ..text.slugs import english_terms
 from ..text.tex import readable
 from .analysis import MIN_READING, analyze_document, fold, term_key
 
@@ -50,7 +52,7 @@ FIELDS = ("body", "reading", "title")
 # body: the chunk's text; reading: the tokenizer's kana reading of it (the lexical channel's kana2
 # field), which kana and romaji queries match; title: page and box titles. docs/retrieval.md,
 # "The search box", has the sweep behind them.
-WEIGHTS = {"body": 1.0, "reading": 1.0, "title": 0.5}
+WEIGHTS = BOX_FIELD_WEIGHTS  # ranking/settings.py states them with the other engines' fields
 SHARD_BYTES = 1024  # the shards' mean size the count is chosen for (a query fetches one per key it holds)
 # Every file of the bundle is listed in the manifest, which a reader loads whole (at most 1 MiB): at most
 # MAX_SHARDS term shards and MAX_RECORD_FILES record files keep it near 300 KB on any site.
@@ -154,12 +156,6 @@ class BundleTerms:
 
     def finish(self):
         return self.builder.finish(np.ones(self.builder.rows, dtype=bool))
-
-
-def english_terms() -> dict[str, str]:
-    from ..search.knowledge_index import _english_terms
-
-    return _english_terms()
 
 
 def _excerpt(text: str) -> str:

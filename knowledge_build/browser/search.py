@@ -25,7 +25,7 @@ def type_weights(query: str, entry: dict) -> list[float]:
 
 
 def leads_by_place(ranked, place_of, k: int) -> list:
-    """The first `k` places of `ranked` (best first), each led by its best item: search/places.py's leads."""
+    """The first `k` places of `ranked` (best first), each led by its best item: ranking/places.py's leads."""
     seen, leads = set(), []
     for item in ranked:
         if len(leads) == k:
@@ -100,7 +100,7 @@ class BrowserIndex:
 
     def search(self, query: str, k: int = 5, type: str | None = None, level: str | None = None) -> list[BrowserResult]:
         """The first `k` places, each led by its best row; QueryTooLong over the CLI's MAX_QUERY_CHARS."""
-        from ..search.knowledge_index import MAX_QUERY_CHARS
+        from ..ranking.settings import MAX_QUERY_CHARS
 
         if len(query) > MAX_QUERY_CHARS:
             raise QueryTooLong(len(query), MAX_QUERY_CHARS)

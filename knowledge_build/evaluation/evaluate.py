@@ -95,7 +95,7 @@ def _parse_line(line: str) -> tuple[LabelledQuery | None, tuple[str, str] | None
     if not isinstance(query, str) or not query.strip():
         return None, (f"query must be a non-empty string, not {json.dumps(query, ensure_ascii=False)}",
                       "write the question a user would ask")
-    from ..search.knowledge_index import MAX_QUERY_CHARS
+    from ..ranking.settings import MAX_QUERY_CHARS
 
     if len(query.strip()) > MAX_QUERY_CHARS:
         return None, (f"query is {len(query.strip()):,} characters; search takes at most {MAX_QUERY_CHARS:,}",
@@ -141,7 +141,7 @@ def evaluate(index, queries: list[LabelledQuery], k: int = 5, mode: str = "hybri
 
 
 def place_id(result, relevant) -> str:
-    """The id a result scores with: results are places (search/places.py), so a relevant chunk among
+    """The id a result scores with: results are places (ranking/places.py), so a relevant chunk among
     its sub-results (a table's other rows) counts at the place's rank."""
     for chunk_id in (result.id, *(sub["id"] for sub in result.sub_results)):
         if chunk_id in relevant:

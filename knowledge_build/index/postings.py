@@ -20,7 +20,8 @@ from collections import Counter
 
 import numpy as np
 
-K1, B = 1.5, 0.75  # bm25s's defaults (method "lucene")
+from ..ranking.settings import B, K1  # BM25s constants, stated once with the ranking
+
 EMPTY_DOC = "\x00"  # never a query token; bm25s indexed an empty document as this one token
 SEPARATOR = "\x1f"
 

@@ -1,5 +1,5 @@
-"""Answering a query from an artifact set: the loader (knowledge_index.py: KnowledgeIndex and
-SearchResult), ranking and fusion settings (ranking.py), the relevance of a result (relevance.py),
-filters (filters.py) and the dense channel over groups of rows (dense.py). Imports nothing of the
+"""The artifacts engine: answering a query from an artifact set. The loader (knowledge_index.py:
+KnowledgeIndex and SearchResult), filters (filters.py) and the dense channel over groups of rows
+(dense.py); the ranking rules it applies are ranking/'s, as every engine's are. Imports nothing of the
 build side (no lxml, no scanner, no site reader).
 """

@@ -1,8 +1,8 @@
 """`KnowledgeIndex`: answers queries from a verified artifact set.
 
 Dense ranks (FAISS inner product over L2-normalised vectors) and lexical ranks (BM25 per
-Japanese field, weighted) are fused (see ranking.py); each result carries a calibrated
-`relevance` (see relevance.py).
+Japanese field, weighted) are fused (ranking/fusion.py); each result carries a calibrated
+`relevance` (ranking/relevance.py).
 """
 
 from __future__ import annotations
@@ -22,17 +22,16 @@ from ..index.verify import open_verified
 from ..model import Chunk
 from ..text.ja import _katakana, _tagged, analyze_query, expansions, kana_spans, nfkc, normalize, term_surfaces
 from ..text.romaji import is_word as is_romaji
+from ..text.slugs import english_terms
 from ..text.thesaurus import textbook_wording, thesaurus_terms
 from .filters import FilterVocabulary
-from .places import by_place
-from .ranking import SearchSettings, fuse, type_weights
-from .relevance import lexical_coverage, relevances
+from ..ranking.fusion import fuse
+from ..ranking.places import by_place
+from ..ranking.priors import type_weights
+from ..ranking.relevance import lexical_coverage, relevances
+from ..ranking.settings import MAX_MATCH_COUNT, MAX_QUERY_CHARS, SearchSettings, check_query
 
 MODES = ("hybrid", "dense", "lexical")
-# A question, not a document: longer queries are refused (QueryTooLong) before any work is done.
-MAX_QUERY_CHARS = 2_000
-# The most rows one call of the database's hybrid RPC returns (migration 009 refuses more).
-MAX_MATCH_COUNT = 200
 # How many of the chunks that hold a kana term are read for the way the site writes it (_surface_of).
 SURFACE_ROWS = 20
 log = logging.getLogger("knowledge_build.search")
@@ -353,7 +352,7 @@ class KnowledgeIndex:
     def _query_fields(self, query: str) -> dict[str, list[str]]:
         """The query's lexical tokens by field, with its expansions (romaji, English, thesaurus)."""
         settings = self.settings
-        english = _english_terms() if settings.expand_english else {}
+        english = english_terms() if settings.expand_english else {}
         synonyms = thesaurus_terms(query, settings.thesaurus_file) if settings.expand_thesaurus else []
         known = self._known_token if "kana_terms" in self._postings.fields else None
         return analyze_query(query, english, romaji=settings.expand_romaji, synonyms=synonyms, known_token=known)
@@ -440,17 +439,6 @@ def _bounded(text: str, start: int, end: int) -> bool:
     return before and after
 
 
-@lru_cache(maxsize=1)
-def _english_terms() -> dict[str, str]:
-    """English slug -> Japanese terms, from the glossary that names anchors."""
-    from ..text.slugs import load_glossary
-
-    terms: dict[str, list[str]] = {}
-    for term, slug in load_glossary().items():
-        terms.setdefault(slug, []).append(term)
-    return {slug: " ".join(found) for slug, found in terms.items()}
-
-
 @lru_cache(maxsize=65536)
 def join_site_url(site_url: str, url: str) -> str | None:
     """`site_url` + `url` with the path percent-encoded (Japanese file names, spaces) so that chat
@@ -460,14 +448,6 @@ def join_site_url(site_url: str, url: str) -> str | None:
     if not site_url:
         return None
     return site_url.rstrip("/") + quote(url, safe="/#:%")
-
-
-def check_query(query: str | None) -> str:
-    """The stripped query; QueryTooLong over MAX_QUERY_CHARS."""
-    query = (query or "").strip()
-    if len(query) > MAX_QUERY_CHARS:
-        raise QueryTooLong(len(query), MAX_QUERY_CHARS)
-    return query
 
 
 def field_scores(postings: Postings, fields: dict[str, list[str]], weights: dict[str, float], size: int) -> np.ndarray:

@@ -6,7 +6,7 @@ language (site_identity.py), in Japanese or English.
 Retrieval: the site's k best places whose relevance reaches `relevance_threshold`, and, when the
 store holds web sources, its k best places whose relevance reaches it too (and whose similarity
 reaches `similarity_threshold` when set), mixed by reciprocal rank as search_knowledge mixes them.
-A place (search/places.py: chunks sharing a url, such as a table's rows) is one numbered context
+A place (ranking/places.py: chunks sharing a url, such as a table's rows) is one numbered context
 block: its lead's text, then its sub-results'. With retrieval disabled (`rag_enabled: false`),
 nothing relevant, or retrieval failing, the model is asked without context, told that no relevant
 passage was found, and `Answer.note` says why. A chat model that fails (HTTP error, timeout,

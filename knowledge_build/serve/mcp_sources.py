@@ -74,7 +74,7 @@ def _with_max_pages(settings, max_pages: int):
 def mixed(site_results: list[dict], web_results: list[dict], k: int) -> list[dict]:
     """One list of the site's results and the web's, by reciprocal rank fusion of the two rankings
     (their scores are not on one scale); the site's result first on equal ranks. Both lists are of
-    places (search/places.py) and a site's url is never a web page's, so `k` counts places here too."""
+    places (ranking/places.py) and a site's url is never a web page's, so `k` counts places here too."""
     ranked = [(1 / (RRF_K + rank), 0, rank, r) for rank, r in enumerate(site_results, 1)]
     ranked += [(1 / (RRF_K + rank), 1, rank, r) for rank, r in enumerate(web_results, 1)]
     ranked.sort(key=lambda item: (-item[0], item[1], item[2]))

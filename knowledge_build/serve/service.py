@@ -404,7 +404,7 @@ def open_search(config, use_database: bool = True) -> "KnowledgeIndex | SearchSe
     query embedder with the configured base URL and timeout, and, when a database URL is configured,
     the database first with the artifacts as fallback (connect and statement timeout: database_timeout)."""
     from ..config import index_dir
-    from ..search.ranking import SearchSettings
+    from ..ranking.settings import SearchSettings
 
     options = {"base_url": config.base_url, "timeout": config.embedding_timeout}
     settings = SearchSettings(thesaurus_file=config.thesaurus) if config.thesaurus else None

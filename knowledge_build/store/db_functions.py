@@ -28,8 +28,8 @@ _TOUCHES = re.compile(r"create or replace function", re.IGNORECASE)
 def render(text: str, dim: int) -> str:
     """A migration's or a function file's SQL with its placeholders filled in from Python: the vector
     dimension, the public functions' input limits (the CLI's, migration 009) and the search settings."""
-    from ..search.knowledge_index import MAX_MATCH_COUNT, MAX_QUERY_CHARS
-    from ..search.ranking import SearchSettings
+    from ..ranking.settings import MAX_MATCH_COUNT, MAX_QUERY_CHARS
+    from ..ranking.settings import SearchSettings
     from .lexical import sql_tokens
 
     tokens = {DIM_TOKEN: str(int(dim)), "__MAX_QUERY_CHARS__": str(int(MAX_QUERY_CHARS)),

@@ -114,23 +114,25 @@ def _e_string(text: str) -> str:
 
 def sql_tokens(settings) -> dict[str, str]:
     """The migration's placeholders that come from Python: the fold's character tables, the search
-    settings the RPC shares with the artifacts path (ranking.py), the words that name a kind."""
-    from ..index.postings import B, K1
+    settings the RPC shares with the artifacts path (ranking/), the words that name a kind."""
     from ..kinds import KINDS
-    from ..search.ranking import type_priors_sql_values
+    from ..ranking.priors import type_priors_sql_values
+    from ..ranking.settings import (B, COMMON_FLOOR, COMMON_SHARE, DATABASE_COVERAGE_CENTRE,
+                                    DATABASE_COVERAGE_FIELDS, DATABASE_FIELD_WEIGHTS, DATABASE_FUSION,
+                                    DATABASE_LEXICAL_WEIGHT, K1, MAX_WORD, MIN_TERMS)
     from ..text.ja import MAX_KANA_RUN, MIN_SPAN
     from ..text.romaji import romaji_sql_values
 
     intents = ", ".join(f"({_e_string(k.type)}, {_e_string(word)})" for k in KINDS for word in k.words)
-    weights = FIELD_WEIGHTS
+    weights = DATABASE_FIELD_WEIGHTS
     return {
         "__CUT_FROM__": _e_string(_CUT_FROM), "__CUT_TO__": _e_string(_CUT_TO),
         "__KANA_FROM__": _e_string(_KATAKANA), "__KANA_TO__": _e_string(_HIRAGANA),
         "__K1__": repr(K1), "__B__": repr(B),
         "__CANDIDATES__": str(int(settings.candidates)),
         "__DENSE_WEIGHT__": repr(float(settings.channel_weights["dense"])),
-        "__LEXICAL_WEIGHT__": repr(float(LEXICAL_WEIGHT)),
-        "__FUSION__": FUSION, "__RRF_K__": str(int(settings.rrf_k)),
+        "__LEXICAL_WEIGHT__": repr(float(DATABASE_LEXICAL_WEIGHT)),
+        "__FUSION__": DATABASE_FUSION, "__RRF_K__": str(int(settings.rrf_k)),
         "__WEIGHT_T__": repr(float(weights["t"])), "__WEIGHT_H__": repr(float(weights["h"])),
         "__WEIGHT_K__": repr(float(weights["k"])), "__WEIGHT_R__": repr(float(weights["r"])),
         "__WEIGHT_W__": repr(float(weights["w"])), "__MAX_WORD__": str(int(MAX_WORD)),
@@ -147,33 +149,14 @@ def sql_tokens(settings) -> dict[str, str]:
         "__COSINE_CENTRE__": repr(float(settings.relevance_cosine_centre)),
         "__PART_COSINE_CENTRE__": repr(float(settings.relevance_part_cosine_centre)),
         "__COSINE_SLOPE__": repr(float(settings.relevance_cosine_slope)),
-        "__COVERAGE_CENTRE__": repr(float(COVERAGE_CENTRE)),
-        "__COVERAGE_FIELDS__": ", ".join(f"'{name}'" for name in COVERAGE_FIELDS),
+        "__COVERAGE_CENTRE__": repr(float(DATABASE_COVERAGE_CENTRE)),
+        "__COVERAGE_FIELDS__": ", ".join(f"'{name}'" for name in DATABASE_COVERAGE_FIELDS),
         "__COVERAGE_SLOPE__": repr(float(settings.relevance_coverage_slope)),
         "__RELEVANCE_WINDOW__": str(int(settings.relevance_window)),
         "__RELEVANCE_THRESHOLD__": repr(float(settings.relevance_threshold)),
     }
 
 
-# The bigram fields' BM25 weights and the lexical channel's weight in the fusion, chosen on the dev set
-# through the RPC (docs/retrieval.md, "Hybrid search in the database"): bigrams are not the artifacts'
-# words, so their weights are their own (the readings weigh more: kana2 0.2 and lexical 1.5 there).
-FIELD_WEIGHTS = {"t": 0.7, "h": 0.4, "k": 0.8, "r": 1.0, "w": 1.0}
-MAX_WORD = 8  # the longest stretch of a query looked up as one of the site's words (field w)
-LEXICAL_WEIGHT = 1.0
-# A query term held by more than COMMON_SHARE of the chunks, and by more than COMMON_FLOOR of them, is
-# not scored (unless it is among the MIN_TERMS rarest of the query): its posting list is most of the
-# RPC's work on a large site (docs/benchmarks.md, "The database at 100,000 chunks"). The floor leaves a
-# site of up to COMMON_FLOOR chunks (the reference corpus, JSQuAD) scored in full.
-COMMON_SHARE = 0.05
-COMMON_FLOOR = 5000
-MIN_TERMS = 3
-FUSION = "dbsf"  # or "rrf" (ranking.py's two fusions; docs/retrieval.md compares them through the RPC)
-
-# Relevance's lexical coverage read in the bigram field (whose coverage of a matching chunk differs
-# from the word fields'): its centre, chosen on the off-topic tuning file (docs/retrieval.md).
-COVERAGE_CENTRE = 0.30
-COVERAGE_FIELDS = ("t", "w", "r")  # not k: the reading bigrams of a query's particles and endings cover anything
 
 
 # --- publish ---------------------------------------------------------------------------------

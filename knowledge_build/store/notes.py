@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ContentTooLarge
-from ..search.knowledge_index import check_query
-from ..search.ranking import SearchSettings, fuse
+from ..ranking.settings import check_query
+from ..ranking.fusion import fuse
+from ..ranking.settings import SearchSettings
 from ..text.ja import analyze, analyze_query, nfkc
 from ..text.windows import split_text
 from .common import NotesUnavailable, NotFound, revoke_hosted_roles, utc_now

@@ -21,7 +21,7 @@ import logging
 
 import numpy as np
 
-from ..search.ranking import SearchSettings
+from ..ranking.settings import SearchSettings
 from .common import FIELDS, NotesUnavailable, fts_document, fts_match
 from .sources_sqlite import count_terms, selective
 

@@ -1,4 +1,4 @@
-"""Relevance of web-source results: the site's calibrated 0..1 (search/relevance.py `relevances`),
+"""Relevance of web-source results: the site's calibrated 0..1 (ranking/relevance.py `relevances`),
 with the lexical coverage measured against the source store's own chunks.
 
 The site's coverage reads its postings; the store keeps its chunks' tokens (a JSON column) and, per
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..search.relevance import field_coverage, idf, relevances
+from ..ranking.relevance import field_coverage, idf, relevances
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..search.knowledge_index import check_query
-from ..search.places import by_place
-from ..search.ranking import SearchSettings, fuse
+from ..ranking.settings import check_query
+from ..ranking.places import by_place
+from ..ranking.fusion import fuse
+from ..ranking.settings import SearchSettings
 from ..web.chunk import WebChunk
 from .common import InvalidChunks, NotFound, utc_now
 from .source_relevance import scored
@@ -77,7 +78,7 @@ class SourceStore:
     def query(self, text: str, k: int = 5, threshold: float | None = None,
               min_relevance: float | None = None) -> list[dict]:
         """The k best places for a question (dense + lexical, fused as the site's search does; chunks
-        sharing a url are one place, search/places.py), each with `relevance` and `relevant` as the
+        sharing a url are one place, ranking/places.py), each with `relevance` and `relevant` as the
         site's results (source_relevance.py) and its place's other chunks in `sub_results`.
         threshold: the minimum cosine similarity between the query's and a chunk's vectors; a chunk
         below it is left out even when its words match (None keeps every candidate). min_relevance:

@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from ..search.ranking import SearchSettings
+from ..ranking.settings import SearchSettings
 from .common import SourcesUnavailable, revoke_hosted_roles, utc_now
 from .source_relevance import StoreStatistics
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..search.ranking import SearchSettings
+from ..ranking.settings import SearchSettings
 from .common import FIELDS, SourcesUnavailable, fts_document, fts_match, log, utc_now
 from .source_relevance import StoreStatistics
 from .sqlite_transaction import sqlite_transaction

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -28,6 +29,16 @@ def load_glossary(extra: Path | None = None) -> dict[str, str]:
                               "Fix: write it as 'term: slug' lines.")
         glossary.update(doc.data or {})
     return {unicodedata.normalize("NFKC", str(k)): _slugify_ascii(str(v)) for k, v in glossary.items()}
+
+
+@lru_cache(maxsize=1)
+def english_terms() -> dict[str, str]:
+    """English slug -> Japanese terms, from the glossary that names anchors: what an English query word
+    expands to (the artifacts' query analyser and the box's bundle both read it)."""
+    terms: dict[str, list[str]] = {}
+    for term, slug in load_glossary().items():
+        terms.setdefault(slug, []).append(term)
+    return {slug: " ".join(found) for slug, found in terms.items()}
 
 
 def slug_for(title: str, glossary: dict[str, str], topic: str = "") -> str:

@@ -285,7 +285,7 @@ export function typeWeights(types, query) {
   return (code) => (code < weights.length ? weights[code] : 1);
 }
 
-// The first k places of `ranked` ([row, score], best first), each led by its best row (search/places.py).
+// The first k places of `ranked` ([row, score], best first), each led by its best row (ranking/places.py).
 export function leadsByPlace(ranked, placeOf, k) {
   const seen = new Set(), leads = [];
   for (const item of ranked) {

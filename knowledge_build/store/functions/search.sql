@@ -13,7 +13,7 @@ as $$
        and (material is null or c.material = material) and (level is null or c.level = level)
 $$;
 
--- The kind a query names (「公式で解きたい」 -> rule: search/ranking.py intended_type), null when it names none or
+-- The kind a query names (「公式で解きたい」 -> rule: ranking/priors.py intended_type), null when it names none or
 -- more than one.
 create or replace function knowledge_intended_type(query_text text) returns text
 language sql immutable strict parallel safe
@@ -22,7 +22,7 @@ as $$
     where position(i.word in query_text) > 0 having count(distinct i.type) = 1
 $$;
 
--- The multiplier of a chunk's fused score by its type: THE type-prior table (search/ranking.py type_priors,
+-- The multiplier of a chunk's fused score by its type: THE type-prior table (ranking/priors.py type_priors,
 -- rendered by type_priors_sql_values), its `named` weight when the query names the chunk's kind; 1 when the
 -- caller filters by type, or for a type the table lacks.
 create or replace function knowledge_type_weight(chunk_type text, intended text, filtered boolean) returns float8
@@ -33,7 +33,7 @@ as $$
         from (values __TYPE_PRIORS__) as p(type, weight, named) where p.type = chunk_type), 1) end::float8
 $$;
 
--- One channel's share of the fused score of each of its candidates (search/ranking.py's dbsf and rrf): `dbsf`
+-- One channel's share of the fused score of each of its candidates (ranking/fusion.py: dbsf and rrf): `dbsf`
 -- maps the channel's scores through their mean +- 3 standard deviations to 0..1 (1 when they are all equal),
 -- `rrf` is 1 / (k + rank); either times the channel's weight. The fused score is the sum over channels.
 create or replace function knowledge_fused(method text, weight float8, k int, nums int[], scores float8[])
@@ -48,7 +48,7 @@ as $$
     from s, d
 $$;
 
--- A candidate's own evidence of relevance (search/relevance.py relevances): a logistic of its lexical coverage
+-- A candidate's own evidence of relevance (ranking/relevance.py relevances): a logistic of its lexical coverage
 -- and, when the query has a vector, its cosine against the centre of its kind (sections and tables: their own).
 create or replace function knowledge_evidence(cosine float8, coverage float8, part boolean) returns float8
 language sql immutable parallel safe
@@ -108,8 +108,8 @@ $$;
 
 -- Hybrid search: BM25 over the published bigrams (fields t, h, k weighted as the artifacts' word, title
 -- and kana-bigram fields), the dense ranking from the HNSW index, the top __CANDIDATES__ of each channel per
--- kind (boxes; sections and tables), fused (__FUSION__: dbsf by their spread, or rrf by rank, as ranking.py), type priors, and
--- relevance (a logistic of the cosine and the lexical coverage, as relevance.py). query_embedding null:
+-- kind (boxes; sections and tables), fused (__FUSION__: dbsf by their spread, or rrf by rank, as ranking/fusion.py), type priors, and
+-- relevance (a logistic of the cosine and the lexical coverage, as ranking/relevance.py). query_embedding null:
 -- the lexical channel alone.
 create or replace function search_knowledge(
     query_text text,

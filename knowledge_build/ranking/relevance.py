@@ -24,6 +24,8 @@ import math
 
 import numpy as np
 
+from .settings import B, K1
+
 
 def idf(df: int, n_docs: int) -> float:
     """BM25 (Lucene) idf of a token found in `df` of `n_docs` documents."""
@@ -57,8 +59,6 @@ def field_coverage(weights: dict[str, float], lengths: np.ndarray, mean_length: 
     distinct tokens), over the sum of the weights; `tf_of(token)` is the token's count in each chunk.
     The site's index (lexical_coverage) and the web-source store (store/source_relevance.py) both
     measure with it."""
-    from ..index.postings import K1, B
-
     found = np.zeros(len(lengths))
     total = sum(weights.values())
     if not total:

@@ -1,22 +1,28 @@
-"""How rankings become one result list: settings, reciprocal rank fusion, type priors.
+"""The ranking's settings and limits: every number the engines rank with, in one place.
 
-Every number here was chosen on the dev set (../shared/eval/dev_queries.jsonl over the
-reference corpus); docs/retrieval.md has the ablation behind each.
+Every number here was chosen on the dev set (../shared/eval/dev_queries.jsonl over the reference corpus);
+docs/retrieval.md has the ablation behind each. The artifacts engine (search/) reads SearchSettings as it is;
+the database (store/) receives the same numbers rendered into its functions (store/lexical.py's sql_tokens);
+the search box (browser/) receives them in its bundle's entry point. Where an engine reads the text through
+fields of its own, its field weights are here too, each with why it differs (ENGINE_FIELDS).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..kinds import KINDS
-
-# Words by which a query asks for one kind of box: the same words that name a box's kind.
-_INTENT_WORDS = {k.type: k.words for k in KINDS}
-
+from ..errors import QueryTooLong
 
 FUSIONS = ("dbsf", "rrf")
 SECTION_WEIGHT = 0.7
 TABLE_WEIGHT = 0.9  # docs/retrieval.md: table_weight sweep with candidates per kind
+# A question, not a document: longer queries are refused (QueryTooLong) before any work is done, by every
+# engine (the database's functions and the box receive the number).
+MAX_QUERY_CHARS = 2_000
+# The most rows one call of the database's hybrid RPC returns (migration 009 refuses more), and the most
+# results any search returns.
+MAX_MATCH_COUNT = 200
+K1, B = 1.5, 0.75  # BM25 (Lucene), bm25s's defaults: every engine's lexical channel and relevance's coverage
 
 
 @dataclass(frozen=True)
@@ -78,75 +84,37 @@ class SearchSettings:
     min_relevance: float | None = None  # drop results whose relevance is lower (off by default)
 
 
-def fuse(channels: dict[str, dict[int, float]], settings: SearchSettings) -> dict[int, float]:
-    """One score per candidate row from each channel's {row: score}."""
-    if settings.fusion == "rrf":
-        return rrf(channels, settings.channel_weights, settings.rrf_k)
-    return dbsf(channels, settings.channel_weights)
+def check_query(query: str | None) -> str:
+    """The stripped query; QueryTooLong over MAX_QUERY_CHARS."""
+    query = (query or "").strip()
+    if len(query) > MAX_QUERY_CHARS:
+        raise QueryTooLong(len(query), MAX_QUERY_CHARS)
+    return query
 
 
-def rrf(channels: dict[str, dict[int, float]], weights: dict[str, float], k: int) -> dict[int, float]:
-    """Weighted reciprocal rank fusion: sum over channels of weight / (k + rank)."""
-    fused: dict[int, float] = {}
-    for channel, scores in channels.items():
-        weight = weights.get(channel, 1.0)
-        for rank, row in enumerate(_ranked(scores), start=1):
-            fused[row] = fused.get(row, 0.0) + weight / (k + rank)
-    return fused
-
-
-def dbsf(channels: dict[str, dict[int, float]], weights: dict[str, float]) -> dict[int, float]:
-    """Distribution-based score fusion: each channel's scores mapped through mean ± 3 sd to 0..1."""
-    fused: dict[int, float] = {}
-    for channel, scores in channels.items():
-        if not scores:
-            continue
-        values = list(scores.values())
-        mean = sum(values) / len(values)
-        spread = 6 * (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
-        low = mean - spread / 2
-        weight = weights.get(channel, 1.0)
-        for row, value in scores.items():
-            fused[row] = fused.get(row, 0.0) + weight * ((value - low) / spread if spread else 1.0)
-    return fused
-
-
-def _ranked(scores: dict[int, float]) -> list[int]:
-    return sorted(scores, key=lambda row: (-scores[row], row))
-
-
-def intended_type(query: str) -> str | None:
-    hits = [t for t, words in _INTENT_WORDS.items() if any(w in query for w in words)]
-    return hits[0] if len(hits) == 1 else None
-
-
-def type_priors(settings: SearchSettings) -> dict[str, tuple[float, float]]:
-    """THE type-prior table, {type: (weight, weight_when_named)}: the multiplier of a chunk's fused score by
-    its type, and the one it gets when the query names its kind (intended_type). Every engine ranks by it:
-    the artifacts (type_weights), the box (the bundle carries it, bundle.py) and the database.
-
-    A kind the query names (「公式で解きたい」) is lifted by intent_boost among near-ties. Examples weigh
-    example_weight (a tutor links the rule an example illustrates first); a query that asks for examples
-    (「たすき掛けの例題」) lifts that demotion to 1 and adds no boost, as docs/retrieval.md states the priors
-    (the boosted kinds are 公式/定理, 解き方/手順, とは/定義, コツ/注意) and as the artifacts and the box
-    ranked: the database's ×1.2 for a named example was its CASE falling through to its intent branch.
-    Sections and tables are named by no words (kinds.py): their weight holds either way."""
-    boost = settings.intent_boost
-    table = {kind.type: (1.0, boost if kind.words else 1.0) for kind in KINDS}
-    table.update(example=(settings.example_weight, 1.0),
-                 section=(settings.section_weight, settings.section_weight),
-                 table=(settings.table_weight, settings.table_weight))
-    return table
-
-
-def type_weights(query: str, settings: SearchSettings) -> dict[str, float]:
-    """Multipliers of the fused score by chunk type for this query (type_priors; a type missing here weighs 1)."""
-    wanted = intended_type(query)
-    return {type_: named if type_ == wanted else weight for type_, (weight, named) in type_priors(settings).items()}
-
-
-def type_priors_sql_values(settings: SearchSettings) -> str:
-    """The type-prior table as the rows of an SQL VALUES list, `('rule', 1.0, 1.2), …` (type, weight,
-    weight_when_named): what the database's priors read, rendered from type_priors as the other constants are."""
-    return ", ".join(f"('{type_}', {float(weight)!r}, {float(named)!r})"
-                     for type_, (weight, named) in type_priors(settings).items())
+# Each engine's lexical fields and their BM25 weights. The artifacts read words (SearchSettings.field_weights:
+# lemmas, readings, kana bigrams, kana terms, titles); the two engines that cannot run the tokenizer at query
+# time read other fields, so their weights are their own, chosen on the dev set through that engine
+# (docs/retrieval.md):
+# - the database (SQL alone at query time): character bigrams of the folded text `t`, of the titles `h`, of
+#   the kana reading `k`, the noun readings `r`, the site's words `w` (store/lexical.py);
+#   its lexical channel weighs DATABASE_LEXICAL_WEIGHT in the fusion (the artifacts' 1.5: bigrams are not words);
+# - the box (the student's browser, no tokenizer): the body's vocabulary pieces, its reading and the titles
+#   (browser/bundle.py; docs/retrieval.md, "The search box").
+DATABASE_FIELD_WEIGHTS = {"t": 0.7, "h": 0.4, "k": 0.8, "r": 1.0, "w": 1.0}
+DATABASE_LEXICAL_WEIGHT = 1.0
+DATABASE_FUSION = "dbsf"  # or "rrf" (fusion.py's two; docs/retrieval.md compares them through the RPC)
+# Relevance's lexical coverage read in the bigram fields (whose coverage of a matching chunk differs from the
+# word fields'): its centre, chosen on the off-topic tuning file (docs/retrieval.md).
+DATABASE_COVERAGE_CENTRE = 0.30
+MAX_WORD = 8  # the longest stretch of a query looked up as one of the site's words (field w)
+# A query term held by more than COMMON_SHARE of the chunks, and by more than COMMON_FLOOR of them, is
+# not scored (unless it is among the MIN_TERMS rarest of the query): its posting list is most of the
+# RPC's work on a large site (docs/benchmarks.md, "The database at 100,000 chunks"). The floor leaves a
+# site of up to COMMON_FLOOR chunks (the reference corpus, JSQuAD) scored in full.
+COMMON_SHARE = 0.05
+COMMON_FLOOR = 5000
+MIN_TERMS = 3
+# not k: the reading bigrams of a query's particles and endings cover anything
+DATABASE_COVERAGE_FIELDS = ("t", "w", "r")
+BOX_FIELD_WEIGHTS = {"body": 1.0, "reading": 1.0, "title": 0.5}

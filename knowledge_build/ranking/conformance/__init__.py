@@ -1,11 +1,11 @@
-"""The conformance corpus: tests/conformance/*.jsonl, one case a line, that every engine passes.
+"""The conformance corpus: ranking/conformance/*.jsonl, one case a line, that every engine passes.
 
 A case: {"rule": …, "input": …, "expected": …, "engines": [the engines `expected` holds for]}, and when an
 engine deliberately differs, "differs": {engine: {"expected": what it gives, "reason": why}}. Every engine
 that implements the rule (RULE_ENGINES) is named in one or the other, so a difference nobody declared fails.
 "drift" marks a case that an engine failed before issue 39 made the rule one; "note" says more.
 
-Engines: "artifacts" (Python: search/, text/ja.py), "box" (knowledge-search.js, run by node in
+Engines: "artifacts" (Python: search/, ranking/, text/ja.py), "box" (knowledge-search.js, run by node in
 tests/test_conformance_js.py, and its Python mirror browser/analysis.py, browser/search.py) and "database"
 (the SQL functions). Runners: tests/test_conformance.py (artifacts and the box's mirror),
 tests/test_conformance_js.py (the box under node), tests/test_conformance_sql.py (the database: migrated on the
@@ -20,7 +20,7 @@ Rules and inputs:
 - fold: text -> the engine's folded text; numerals: text of kanji numerals -> the same with each run as
   its number; lemmas: text -> the artifacts' lemma tokens; query_texts: {query, thesaurus, english} -> the
   box's query texts;
-- type_weight: {type, query} -> the multiplier of a chunk's score (ranking.type_priors);
+- type_weight: {type, query} -> the multiplier of a chunk's score (priors.type_priors);
 - fusion: {method (dbsf | rrf), channels {name: {row: score}}, weights, k} -> {row: fused score};
 - relevance: {cosines (null: no vector), coverage, parts} -> {relevance: per candidate, best: the query's};
 - places: {ranked: [[item, place], …] best first, k} -> the items that lead the first k places.
@@ -43,7 +43,7 @@ RULE_ENGINES = {
 # The database's rules that no SQL function of its own serves, each with the engine that serves it there:
 # the database runner (tests/test_conformance_sql.py) leaves them out and says so.
 SQL_ELSEWHERE = {
-    "places": "search_knowledge returns ranked rows; one result per place is SearchService's (search/places.py, "
+    "places": "search_knowledge returns ranked rows; one result per place is SearchService's (ranking/places.py, "
               "the artifacts' function), run on the database's rows",
 }
 

@@ -1,6 +1,6 @@
 // The conformance corpus through the search box's own module (knowledge-search.js), under node: no browser.
 // node run.mjs <module path> <bundle.json>: bundle.json holds what the bundle ships the box ({types, romaji});
-// prints one JSON line per box case: {where, got}. tests/test_conformance_js.py compares them (cases.py).
+// prints one JSON line per box case: {where, got}. tests/test_conformance_js.py compares them (ranking/conformance/__init__.py).
 import { readFileSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
