@@ -26,7 +26,7 @@ _EXPORTS = {
     "QueryTooLong": "errors", "SiteNotFound": "errors", "UnknownFilterValue": "errors",
     "BuildResult": "pipeline", "Extraction": "pipeline", "build": "pipeline", "extract": "pipeline",
     "SearchSettings": "ranking.settings",
-    "KnowledgeIndex": "search.knowledge_index", "SearchResult": "search.knowledge_index",
+    "KnowledgeIndex": "search.knowledge_index", "SearchResult": "search.ranker",
     "CircuitBreaker": "serve.service", "SearchService": "serve.service", "open_search": "serve.service",
     "NoteStore": "store.notes",
 }

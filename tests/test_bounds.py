@@ -17,7 +17,7 @@ from knowledge_build.index.postings import from_token_lists
 from knowledge_build.index.verify import decode
 from knowledge_build.index.verify_v2 import open_set
 from knowledge_build.ranking.settings import MAX_QUERY_CHARS
-from knowledge_build.search.knowledge_index import field_scores
+from knowledge_build.search.channels import field_scores
 from knowledge_build.store import notes as notes_module
 from knowledge_build.text.ja import analyze, pieces
 

@@ -53,7 +53,7 @@ class _DenseRpc:
             def __init__(self, chunk_id):
                 self.id = chunk_id
 
-        return [Found(row[0]) for row in dense_search(self.conn, self.index.embed_query(query), k)]
+        return [Found(row[0]) for row in dense_search(self.conn, self.index.analyser.embed(query), k)]
 
 
 def test_the_database_hybrid_is_within_002_of_the_artifacts_and_above_the_dense_rpc(published, dev_queries):

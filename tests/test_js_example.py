@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from knowledge_build.search.knowledge_index import join_site_url
+from knowledge_build.search.loader import join_site_url
 
 from .conftest import ROOT, FakeEmbedder, new_database
 

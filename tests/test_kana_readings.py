@@ -117,7 +117,7 @@ def corpus_lexical(corpus_dir):
     embedder = FakeEmbedder()
     index = faiss.IndexFlatIP(embedder.dim)
     index.add(np.zeros((len(chunks), embedder.dim), dtype=np.float32))
-    return kb.KnowledgeIndex(Path("."), {}, chunks, index, {"fields": lexical_fields(chunks)}, embedder)
+    return kb.KnowledgeIndex.from_parts(Path("."), {}, chunks, index, {"fields": lexical_fields(chunks)}, embedder)
 
 
 @pytest.mark.corpus
@@ -184,7 +184,7 @@ def surfaces_index(tmp_path_factory):
     ("余弦定理", "余弦定理"),
 ])
 def test_the_dense_query_writes_a_kana_term_as_the_site_does(surfaces_index, query, wording):
-    assert surfaces_index.dense_wording(query) == wording
+    assert surfaces_index.analyser.dense_wording(query) == wording
     surfaces_index.embedder.queries.clear()
     surfaces_index.search(query, k=1)
     assert surfaces_index.embedder.queries == [wording]
@@ -196,8 +196,8 @@ def test_without_romaji_expansion_a_romaji_query_is_embedded_as_typed(surfaces_i
     settings = surfaces_index.settings
     try:
         surfaces_index.settings = replace(settings, expand_romaji=False)
-        assert surfaces_index.dense_wording("yogen teiri") == "yogen teiri"
-        assert surfaces_index.dense_wording("よげんていり") == "余弦定理"
+        assert surfaces_index.analyser.dense_wording("yogen teiri") == "yogen teiri"
+        assert surfaces_index.analyser.dense_wording("よげんていり") == "余弦定理"
     finally:
         surfaces_index.settings = settings
 

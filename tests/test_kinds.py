@@ -78,7 +78,7 @@ def test_a_chunk_of_a_kind_the_table_does_not_know_is_ranked_not_crashed(tmp_pat
     index.add(np.stack([embedder.embed_documents([c.content])[0] for c in chunks]))
     lexical = {"analyzer": ANALYZER, "fields": {"lemma": [["2", "次", "方程", "式"], ["2", "次", "方程", "式", "歴史"]],
                                                  "reading": [[], []], "kana2": [[], []]}}
-    search = KnowledgeIndex(tmp_path, {"build_id": "x"}, chunks, index, lexical, embedder)
+    search = KnowledgeIndex.from_parts(tmp_path, {"build_id": "x"}, chunks, index, lexical, embedder)
     results = search.search("二次方程式の歴史", k=2)
     assert [r.type for r in results] == ["section", "rule"]
 

@@ -243,3 +243,10 @@ def test_importing_the_writable_stores_loads_no_other_engine():
     assert "knowledge_build.ranking.fusion" in loaded  # the check looks at the right process
     others = [m for m in loaded if _package_of(m) in ("index", "search", "browser")]
     assert others == []
+def test_only_the_search_package_imports_the_artifacts_loader():
+    graph = import_graph(PACKAGE)
+    outside = sorted(name for name, edges in graph.items()
+                     if "knowledge_build.search.knowledge_index" in edges and _package_of(name) != "search")
+    assert outside == []
+
+

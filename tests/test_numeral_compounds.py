@@ -36,7 +36,7 @@ def _lead(tmp_path, name) -> float:
         "</div>\n" + fillers, encoding="utf-8")
     output = build(load_config(site=site, cache_dir=tmp_path / f"cache-{name}", env={}), embedder=FakeEmbedder()).output
     index = KnowledgeIndex.open(output, embedder=FakeEmbedder())
-    scores = index._lexical_scores("二次方程式の解き方", None)
+    scores = index.channels.lexical(index.analyser.fields("二次方程式の解き方"), None)
     return scores[index.row_of("方程式#method-quadratic")] - scores[index.row_of("方程式#method-linear")]
 
 

@@ -104,8 +104,8 @@ def test_search_returns_one_result_per_place_with_the_places_other_chunks_under_
 def test_the_grouping_holds_when_another_store_supplies_the_dense_ranking(index):
     """The database path (SearchService.search) hands its ranking to the same rank()."""
     local = index.search(ROW_QUESTION, k=5)
-    qvec = index.embed_query(ROW_QUESTION)
-    every = {row: float(index._index.reconstruct(row) @ qvec) for row in range(len(index))}
+    qvec = index.analyser.embed(ROW_QUESTION)
+    every = {row: float(index.artifacts.dense_index.reconstruct(row) @ qvec) for row in range(len(index))}
     supplied = index.search(ROW_QUESTION, k=5, dense_source=lambda vector, filters: every)
     assert {r.source for r in supplied} == {"database"} and len({r.url for r in supplied}) == 5
     assert [r.id for r in supplied] == [r.id for r in local]

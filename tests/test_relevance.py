@@ -106,7 +106,7 @@ def test_the_query_relevance_is_its_best_evidence_among_the_first_candidates():
 def test_the_database_path_gives_the_same_relevance_as_the_artifacts(index):
     local = index.search("連立方程式の解き方", k=5)
     from_store = index.search("連立方程式の解き方", k=5,
-                              dense_source=lambda qvec, filters: index._dense_scores(qvec, None))
+                              dense_source=lambda qvec, filters: index.channels.dense(qvec, None))
     assert {r.source for r in from_store} == {"database"}
     assert [(r.id, r.relevance, r.relevant) for r in from_store] == [(r.id, r.relevance, r.relevant) for r in local]
 
@@ -172,8 +172,7 @@ def test_changing_the_centre_moves_relevance_not_the_ranking(index):
     """The fused ranking never reads relevance; only the lift of a page part (part_place) asks whether
     the part is relevant, so with a lower centre a part may be lifted where it was not, and nothing else moves."""
     def searcher(**settings):
-        return KnowledgeIndex(index.path, index.manifest, index.chunks, index._index, index._postings,
-                              index.embedder, replace(index.settings, **settings))
+        return KnowledgeIndex(index.artifacts, replace(index.settings, **settings))
 
     before = searcher(part_place=0).search("因数分解", k=5)
     after = searcher(part_place=0, relevance_cosine_centre=0.0).search("因数分解", k=5)
@@ -188,7 +187,7 @@ def test_changing_the_centre_moves_relevance_not_the_ranking(index):
 def test_bm25_from_the_postings_equals_bm25s_on_the_same_documents():
     """The lexical channel computes BM25 at query time from term frequencies; v1 sets were scored by
     bm25s at index time, so the two must agree (repeated query tokens, empty and long documents)."""
-    from knowledge_build.search.knowledge_index import field_scores
+    from knowledge_build.search.channels import field_scores
 
     docs = [["二次", "方程式", "公式", "公式"], [], ["一次", "関数", *["例"] * 40], ["円", "面積", "二次"], ["x"] * 3]
     postings = from_token_lists({"lemma": docs}, np.ones(len(docs), dtype=bool))

@@ -97,6 +97,6 @@ def test_dbsf_normalises_each_channel_by_its_own_spread():
 
 
 def test_fusion_setting_chooses_the_method(index):
-    rrf_index = KnowledgeIndex(index.path, index.manifest, index.chunks, index._index,
-                               {"fields": {}}, FakeEmbedder(), SearchSettings(fusion="rrf"))
+    rrf_index = KnowledgeIndex.from_parts(index.path, index.manifest, index.chunks, index.artifacts.dense_index,
+                                         {"fields": {}}, FakeEmbedder(), SearchSettings(fusion="rrf"))
     assert rrf_index.search("平方根", k=3, mode="dense")[0].score == pytest.approx(1.0 / 61, abs=1e-6)

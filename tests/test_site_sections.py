@@ -268,13 +268,14 @@ def test_a_box_beats_the_section_that_merely_mentions_it_unless_sections_are_ask
     fields = [analyze_box(box_text("p", c.title, c.content)) for c in chunks]
     lexical = {"analyzer": ANALYZER, "fields": {name: [f[name] for f in fields] for name in fields[0]}}
     def ranked(**settings):
-        found = KnowledgeIndex(tmp_path, {"build_id": "x"}, chunks, index, lexical, embedder, SearchSettings(**settings))
+        found = KnowledgeIndex.from_parts(tmp_path, {"build_id": "x"}, chunks, index, lexical, embedder,
+                                          SearchSettings(**settings))
         return [r.id for r in found.search("解の公式", k=2)]
 
     # 「公式」 also lifts rules (intent_boost); without it the section weight alone decides.
     assert ranked(section_weight=1.0, intent_boost=1.0) == ["p#sec-b", "p#rule-a"]  # by its words alone
     assert ranked(intent_boost=1.0) == ["p#rule-a", "p#sec-b"]
-    search = KnowledgeIndex(tmp_path, {"build_id": "x"}, chunks, index, lexical, embedder)
+    search = KnowledgeIndex.from_parts(tmp_path, {"build_id": "x"}, chunks, index, lexical, embedder)
     assert [r.type for r in search.search("解の公式", k=2)] == ["rule", "section"]
     assert [r.type for r in search.search("解の公式", k=2, type="section")] == ["section"]
 
@@ -286,16 +287,17 @@ def test_each_channel_takes_its_candidates_among_boxes_and_among_sections_separa
 
     index = KnowledgeIndex.open(fake_index_dir, FakeEmbedder(), settings=SearchSettings(candidates=3))
     query = "指数法則の表"
-    qvec = index.embed_query(query)
+    qvec = index.analyser.embed(query)
     parts = np.array([c.type in PART_TYPES for c in index.chunks])
     assert parts.any() and not parts.all()
-    cosines = np.array([float(np.dot(index._index.reconstruct(r), qvec)) for r in range(len(index.chunks))])
-    dense = index._dense_scores(qvec, None)
+    dense_index = index.artifacts.dense_index
+    cosines = np.array([float(np.dot(dense_index.reconstruct(r), qvec)) for r in range(len(index.chunks))])
+    dense = index.channels.dense(qvec, None)
     for group in (~parts, parts):
         best = sorted(np.flatnonzero(group), key=lambda r: -cosines[r])[:3]
         assert {r for r in dense if group[r]} == {int(r) for r in best}
-    lexical = index._lexical_scores(query, None)
+    lexical = index.channels.lexical(index.analyser.fields(query), None)
     assert any(parts[r] for r in lexical) and any(not parts[r] for r in lexical)
     assert sum(1 for r in lexical if parts[r]) <= 3 and sum(1 for r in lexical if not parts[r]) <= 3
-    supplied = index._per_kind({r: float(c) for r, c in enumerate(cosines)})  # the database's ranking
+    supplied = index.ranker.per_kind({r: float(c) for r, c in enumerate(cosines)})  # the database's ranking
     assert set(supplied) == set(dense)

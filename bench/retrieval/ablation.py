@@ -23,7 +23,7 @@ from knowledge_build.embed.cache import VectorCache
 from knowledge_build.embed.runner import embed_with_cache
 from knowledge_build.evaluation.evaluate import evaluate, load_dataset
 from knowledge_build.pipeline import lexical_fields
-from knowledge_build.search import knowledge_index as search_module
+from knowledge_build.search import query as search_module
 from knowledge_build.ranking.settings import SearchSettings
 from knowledge_build.text import ja as text_ja
 
@@ -116,7 +116,7 @@ def _row(label, chunks, vectors, embedder, settings, queries, numerals=True, nfk
         index = faiss.IndexFlatIP(vectors.shape[1])
         index.add(vectors)
         lexical = {"fields": lexical_fields(chunks)}
-        knowledge = kb.KnowledgeIndex(Path("."), {}, chunks, index, lexical, embedder, settings)
+        knowledge = kb.KnowledgeIndex.from_parts(Path("."), {}, chunks, index, lexical, embedder, settings)
         scores = {mode: evaluate(knowledge, queries, k=5, mode=mode) for mode in ("hybrid", "dense", "lexical")}
     finally:
         for patch in patches:

@@ -137,7 +137,7 @@ def _index(chunks, vectors, embedder):
 
     index = faiss.IndexFlatIP(vectors.shape[1])
     index.add(vectors)
-    return kb.KnowledgeIndex(Path("."), {}, chunks, index, {"fields": lexical_fields(chunks)}, embedder)
+    return kb.KnowledgeIndex.from_parts(Path("."), {}, chunks, index, {"fields": lexical_fields(chunks)}, embedder)
 
 
 if __name__ == "__main__":

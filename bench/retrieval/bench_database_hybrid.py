@@ -75,7 +75,7 @@ class DenseRpc:
     def search(self, query, k=5, mode=None):
         from knowledge_build.store.postgres import dense_search
 
-        return [_Found(row[0]) for row in dense_search(self.conn, self.index.embed_query(query), k)]
+        return [_Found(row[0]) for row in dense_search(self.conn, self.index.analyser.embed(query), k)]
 
 
 def fresh_database(server_url: str, name: str, index_dir: Path) -> str:

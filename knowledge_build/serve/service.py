@@ -25,7 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import KnowledgeBuildError, MissingExtra
-from ..search.knowledge_index import MAX_MATCH_COUNT, KnowledgeIndex, SearchResult
+from ..ranking.settings import MAX_MATCH_COUNT
+from ..search import KnowledgeIndex, SearchResult
 
 log = logging.getLogger("knowledge_build.service")
 HYBRID_DEPTH_CAP = MAX_MATCH_COUNT  # the most rows one hybrid RPC call is asked for (the RPC refuses more)
@@ -250,7 +251,7 @@ class SearchService:
             return None
         relevant = self.index.settings.min_relevance if min_relevance is None else min_relevance
         passing = (row for row in rows if relevant is None or row[3] >= relevant)
-        return self.index.results(passing, k, filters, "database")
+        return self.index.ranker.places(passing, k, filters, "database")
 
     def _hybrid_rows(self, conn, query, qvec, depth, min_similarity, filters):
         import psycopg
@@ -276,7 +277,7 @@ class SearchService:
     def _dense_rows(self, conn, qvec, filters) -> dict[int, float]:
         from ..store.postgres import dense_search
 
-        rows = dense_search(conn, qvec, self.index.dense_depth, **filters)
+        rows = dense_search(conn, qvec, self.index.channels.dense_depth, **filters)
         dense = {}
         for chunk_id, similarity, *_ in rows:
             row = self.index.row_of(chunk_id)

@@ -1,0 +1,118 @@
+"""The loader: an artifact set opened and verified for queries, and what it holds by row.
+
+Rows are chunks in id order; `columns` (index/rows.py) read a row's type, category, material or concept
+without decoding it. The set's postings feed the lexical channel and relevance's coverage, its FAISS
+index the dense channel (channels.py).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ChunkNotFound
+from ..index.postings import Postings, from_token_lists
+from ..index.rows import ChunkRecords, Columns
+from ..index.verify import open_verified
+from ..model import Chunk
+from .filters import FilterVocabulary
+
+
+class ArtifactSet:
+    def __init__(self, path: Path, manifest: dict, chunks, index, lexical, embedder, columns: Columns | None = None):
+        """`chunks`: a list of Chunk (v1) or the ChunkRecords of a v2 set; `lexical`: v1's
+        {"fields": {name: [[token]]}} or a v2 set's Postings; `columns`: the v2 set's row columns
+        (built from the chunks when not given)."""
+        self.path = Path(path)
+        self.manifest = manifest
+        self.chunks = chunks
+        self.dense_index = index
+        self.embedder = embedder  # the one the set was built with: queries are embedded with it
+        self.columns = columns if columns is not None else Columns.from_chunks(chunks)
+        self._by_id = None if isinstance(chunks, ChunkRecords) else {c.id: i for i, c in enumerate(chunks)}
+        site = manifest.get("site") or {}
+        self.site_url = str(site.get("url") or "")
+        self.filters = FilterVocabulary(categories=site.get("categories"), columns=self.columns)
+        self.parts = self.columns.parts
+        # Boxes and page parts (sections, tables) together: each kind gets its own candidates, and a
+        # part may be lifted among the first places (ranking/places.py). Read once, not on every query.
+        self.mixed = bool(self.parts.any() and not self.parts.all())
+        # Relevance's coverage is measured against the anchored boxes it was calibrated on.
+        self.postings = lexical if isinstance(lexical, Postings) else \
+            from_token_lists(lexical["fields"] if len(chunks) else {}, ~self.parts)
+
+    @classmethod
+    def open(cls, path, embedder=None, embedder_options: dict | None = None, verify: bool | None = None) -> "ArtifactSet":
+        """Open a set that `verify_set` accepts (the one check `validate` runs too); refuse one
+        built with another embedder than `embedder` (default: the one it was built with).
+        A v2 set gets the cheap checks on open (verify_v2.py) unless `verify` is True (every byte);
+        None: every byte when the set is small."""
+        verified = open_verified(path, embedder, embedder_options=embedder_options, full=verify)
+        if verified.opened is not None:
+            return cls(verified.path, verified.manifest, verified.chunks, verified.index, verified.lexical,
+                       verified.embedder, verified.opened.columns)
+        chunks = [Chunk.from_dict(c) for c in verified.chunks]
+        return cls(verified.path, verified.manifest, chunks, verified.index, verified.lexical, verified.embedder)
+
+    @property
+    def build_id(self) -> str:
+        return self.manifest["build_id"]
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def get(self, chunk_id: str) -> Chunk:
+        row = self.row_of(chunk_id)
+        if row is None:
+            raise ChunkNotFound(chunk_id)
+        return self.chunks[row]
+
+    def row_of(self, chunk_id: str) -> int | None:
+        if self._by_id is None:
+            return self.chunks.row_of(chunk_id)
+        return self._by_id.get(chunk_id)
+
+    def concepts(self, type: str | None = None, category: str | None = None) -> list[Chunk]:
+        """Every chunk of the type and category (display names accepted; UnknownFilterValue for a
+        value no chunk has), in id order."""
+        filters = self.filters.resolve_all(type=type, category=category)
+        allowed = self.columns.allowed(filters)
+        rows = range(len(self.chunks)) if allowed is None else np.flatnonzero(allowed)
+        return [self.chunks[int(row)] for row in rows]
+
+    def absolute_url(self, url: str) -> str | None:
+        """`url` on the site's host, percent-encoded; None when the site's URL is unknown."""
+        return join_site_url(self.site_url, url)
+
+    def url(self, row: int) -> str:
+        """The row's link (its place) without decoding a v2 chunk."""
+        return self.chunks[row].url if self._by_id is not None else self.chunks.brief(row)[1]
+
+    def locations(self, row: int) -> tuple[dict, ...]:
+        """The other places that teach the row's concept (the same title on another page): id, url,
+        material, and absolute_url when the site's URL is known."""
+        return tuple(self._location(other) for other in self.columns.same_concept(row))
+
+    def _location(self, row: int) -> dict:
+        if self._by_id is None:
+            chunk_id, url, material = self.chunks.brief(row)
+        else:
+            chunk = self.chunks[row]
+            chunk_id, url, material = chunk.id, chunk.url, chunk.material
+        where = {"id": chunk_id, "url": url, "material": material}
+        if self.site_url:
+            where["absolute_url"] = self.absolute_url(url)
+        return where
+
+
+@lru_cache(maxsize=65536)
+def join_site_url(site_url: str, url: str) -> str | None:
+    """`site_url` + `url` with the path percent-encoded (Japanese file names, spaces) so that chat
+    clients and mail keep the whole link; an escape already in `url` is kept. None without a site URL."""
+    from urllib.parse import quote
+
+    if not site_url:
+        return None
+    return site_url.rstrip("/") + quote(url, safe="/#:%")
