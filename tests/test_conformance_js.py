@@ -30,3 +30,14 @@ def test_the_box_javascript_passes_the_corpus(node, tmp_path):  # noqa: F811
     failed = [f"{c['where']} {c['rule']} {c['input']!r}: got {got[c['where']]!r}, expected {expected_for(c, 'box')!r}"
               for c in cases if not matches(got[c["where"]], expected_for(c, "box"))]
     assert not failed, f"{len(failed)} of {len(cases)} cases:\n" + "\n".join(failed)
+
+
+def test_the_box_refuses_queries_at_the_length_every_engine_does(node):  # noqa: F811
+    """The box's own limit (its MAX_QUERY export) is ranking/settings.py's MAX_QUERY_CHARS, read from the
+    module as a browser imports it."""
+    from knowledge_build.ranking.settings import MAX_QUERY_CHARS
+
+    code = f"import({json.dumps(MODULE.as_uri())}).then(m => console.log(m.MAX_QUERY))"
+    done = subprocess.run([node, "--input-type=module", "-e", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.strip()) == MAX_QUERY_CHARS
