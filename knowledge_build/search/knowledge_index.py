@@ -106,15 +106,11 @@ class KnowledgeIndex:
              embedder_options: dict | None = None, verify: bool | None = None) -> "KnowledgeIndex":
         """Open a set that `verify_set` accepts (the one check `validate` runs too); refuse one
         built with another embedder than `embedder` (default: the one it was built with).
-        A v2 set gets the cheap checks on open (verify_v2.py) unless `verify` is True (every byte);
-        None: every byte when the set is small."""
+        The set gets the cheap checks on open (verify_v2.py) unless `verify` is True (every byte);
+        None: every byte when the set is small. A schema 1 set is refused (SchemaOneRetired)."""
         verified = open_verified(path, embedder, embedder_options=embedder_options, full=verify)
-        if verified.opened is not None:
-            return cls(verified.path, verified.manifest, verified.chunks, verified.index, verified.lexical,
-                       verified.embedder, settings, verified.opened.columns)
-        chunks = [Chunk.from_dict(c) for c in verified.chunks]
-        return cls(verified.path, verified.manifest, chunks, verified.index, verified.lexical, verified.embedder,
-                   settings)
+        return cls(verified.path, verified.manifest, verified.chunks, verified.index, verified.lexical,
+                   verified.embedder, settings, verified.opened.columns)
 
     @property
     def build_id(self) -> str:
