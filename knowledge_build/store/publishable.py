@@ -61,7 +61,7 @@ class _MappedSet(Publishable):
             checked = pool.submit(check_checksums, path, manifest)
             digests = records.digests(self.salt(manifest))
             checked.result()
-        super().__init__(path, manifest, digests, Readings(self._opened.postings, size=len(records)))
+        super().__init__(path, manifest, digests, Readings(self._opened.postings, len(records)))
         self._checked = False
 
     def row_of(self, chunk_id: str) -> int | None:
