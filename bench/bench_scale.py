@@ -20,7 +20,8 @@ Measured, each in a new process: build (cold caches), no-change rebuild (warm ca
 the build, artifact size (the whole set directory), loader cold open (process start to the first
 answer, median of --opens), loader RSS after that first answer, and the p50 of hybrid and dense
 queries (the dev queries, --rounds rounds). `--schema` is passed to the build as KB_ARTIFACT_SCHEMA;
-sizes in --baseline-sizes are also built as schema 1, in the same run, for comparison. When a set's
+sizes in --baseline-sizes are also built as schema 1, in the same run, for comparison. Schema 1 builds
+only with a knowledge_build from before issue 39 (item 6); a newer one refuses it with one line. When a set's
 vectors.faiss is an approximate (IVF) index, recall@10 against exact search over the same (decoded) vectors is
 measured too (`--recall` measures only that, on sets kept with --work). Progress goes to stderr;
 the table (or JSON) to stdout, for docs/benchmarks.md.
@@ -203,7 +204,10 @@ def child_build(site: str, output: str, cache: str, settings_json: str) -> None:
     import knowledge_build as kb
 
     settings = json.loads(settings_json)
-    config = kb.load_config(site=Path(site), output=Path(output), cache_dir=Path(cache), env=settings)
+    try:
+        config = kb.load_config(site=Path(site), output=Path(output), cache_dir=Path(cache), env=settings)
+    except kb.KnowledgeBuildError as exc:  # artifact_schema 1 on a knowledge_build that no longer writes it
+        sys.exit(str(exc))
     if settings["KB_ARTIFACT_SCHEMA"] != "1" and "artifact_schema" not in {f.name for f in fields(config)}:
         sys.exit("this knowledge_build has no artifact_schema setting (it writes schema 1 only); "
                  "run the bench with --schema 1")

@@ -28,7 +28,7 @@ DENSE_INDEXES = ("auto", "exact", "ivf")
 @dataclass(frozen=True)
 class Config:
     site: Path | None = None
-    output: Path | None = None  # default: <site output>/knowledge/v<artifact_schema>
+    output: Path | None = None  # default: <site output>/knowledge/v2
     baseurl: str | None = None  # default: from _config.yml
     embedder: str = "local"
     embedding_model: str | None = None  # openai: text-embedding-3-small by default
@@ -58,7 +58,7 @@ class Config:
     missing_id: str = "warning"  # severity of a knowledge box without an id: error | warning | off
     prefix_mismatch: str = "warning"  # severity of an id prefix that contradicts its box
     sections: str = "all"  # off | unanchored | all: see SECTION_MODES
-    artifact_schema: int = 2  # the artifact set a build writes: 2 (memory-mapped, knowledge/v2) or 1 (knowledge/v1)
+    artifact_schema: int = 2  # the only artifact schema (knowledge/v2); 1 is refused with what to do
     dense_index: str = "auto"  # v2: exact | ivf | auto (exact up to exact_max_rows chunks, IVF above)
     search_box: bool = True  # v2: write the browser search bundle (knowledge-search.*) into the set
     exact_max_rows: int = 50_000
@@ -231,9 +231,13 @@ def _sections(value, origin: str, key: str) -> str:
 
 
 def _artifact_schema(value, origin: str, key: str) -> int:
-    if str(value) not in ("1", "2"):
-        raise ConfigError(f"{origin}: {key} must be 1 or 2, got {value!r}.")
-    return int(value)
+    if str(value) == "1":
+        raise ConfigError(f"{origin}: {key} 1 is gone: knowledge-build writes and reads schema 2 only "
+                          "(<site output>/knowledge/v2). Remove the setting (2 is the default) and run "
+                          "'knowledge-build build'; an old knowledge/v1 set is left as it is.")
+    if str(value) != "2":
+        raise ConfigError(f"{origin}: {key} must be 2 (the only schema), got {value!r}.")
+    return 2
 
 
 def _dense_index(value, origin: str, key: str) -> str:
@@ -399,8 +403,7 @@ def store_target(config: Config) -> str:
 
 def index_dir(config: Config) -> Path:
     """The artifact set a reading command uses: `index`, else the `output` a build writes, else
-    <site output>/knowledge/v2 of the site (given, or the current directory when it is one), or its
-    knowledge/v1 when only that one was built."""
+    <site output>/knowledge/v2 of the site (given, or the current directory when it is one)."""
     if config.index is not None:
         return config.index
     if config.output is not None:
@@ -414,12 +417,9 @@ def index_dir(config: Config) -> Path:
 
 
 def site_index_dir(site, config: Config) -> Path:
-    """The site's set a reading command uses: knowledge/v<artifact_schema>, else the other schema's
-    when only that one was built (a site built before v2 existed)."""
-    for schema in (config.artifact_schema, 2, 1):
-        if (site.index_dir(schema) / "manifest.json").is_file():
-            return site.index_dir(schema)
-    return site.index_dir(config.artifact_schema)
+    """The site's set a reading command uses: knowledge/v2. A site whose only set is an old schema 1
+    knowledge/v1 gets ArtifactsNotFound, which says to build (`knowledge-build build` writes v2)."""
+    return site.default_index_dir
 
 
 def generated_learns_path(config: Config, site) -> Path:

@@ -116,6 +116,16 @@ class SchemaVersionMismatch(ArtifactError):
         )
 
 
+class SchemaOneRetired(SchemaVersionMismatch):
+    def __init__(self, path):
+        ArtifactError.__init__(
+            self,
+            f"artifact set '{path}' is schema 1, which knowledge-build no longer reads. Run 'knowledge-build "
+            "build' to write a schema 2 set in <site output>/knowledge/v2 (the vector cache keeps it quick); the "
+            "old set is left as it is: delete it once nothing reads it."
+        )
+
+
 class DimensionMismatch(ArtifactError):
     def __init__(self, path, expected, found, where):
         super().__init__(
@@ -198,7 +208,7 @@ class StaleLatest(ArtifactError):
         super().__init__(
             f"'{latest}' names build {named!r}, but the set it points to is build {found!r}: a build "
             "was interrupted between swapping the set in and updating latest.json. Run "
-            "'knowledge-build build' again, or [[pass --index or ]]set KB_INDEX to the v1 directory itself."
+            "'knowledge-build build' again, or [[pass --index or ]]set KB_INDEX to the v2 directory itself."
         )
 
 

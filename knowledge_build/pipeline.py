@@ -20,8 +20,8 @@ from .embed import describe, get_embedder
 from .embed.cache import VectorCache
 from .embed.runner import EmbedStats, embed_rows
 from .errors import BuildFailed, ConfigError
-from .index.artifacts import ArtifactSet, assemble, check_output_dir, clean_stale, write_artifacts, write_latest
-from .index.artifacts_v2 import assemble as assemble_v2
+from .index.artifacts import ArtifactSet, check_output_dir, clean_stale, write_artifacts, write_latest
+from .index.artifacts_v2 import assemble
 from .index.build_memo import inputs_digest, kept_chunks, recall, remember
 from .index.layout import MANIFEST
 from .model import Chunk, retrieval_content
@@ -228,7 +228,7 @@ def build(config: Config, embedder=None, progress: bool = False, strict: bool = 
         raise ConfigError("no site given. Provide a --site flag, a KB_SITE environment variable, "
                           "or a 'site' key in knowledge.yml.")
     site = open_site(config.site, baseurl=config.baseurl, exclude=config.exclude, data=False)
-    output = check_output_dir(config.output or site.index_dir(config.artifact_schema))  # refuse before embedding
+    output = check_output_dir(config.output or site.default_index_dir)  # refuse before embedding
     clean_stale(output)  # also when the set is kept below: a killed build's staging folder goes either way
     digest = inputs_digest(config, site, find_pages(site), describe(embedder) if embedder is not None else None,
                            generated_learns_path(config, site))
@@ -252,18 +252,12 @@ def build(config: Config, embedder=None, progress: bool = False, strict: bool = 
                                                                    ("lang", site.lang)) if v},
                  "pages": {k: extraction.summary[k] for k in ("found", "indexed")}}
     with TokenCache(Path(config.cache_dir) / TOKENS_FILE) as token_cache:
-        if config.artifact_schema == 1:
-            artifacts = assemble(chunks, vectors, lexical_fields(chunks, token_cache, extraction.foreign), ANALYZER,
-                                 describe(embedder),
-                                 site_info)
-        else:
-            terms = BundleTerms(token_cache) if config.search_box else None
-            postings = lexical_postings(chunks, token_cache, progress=progress, foreign=extraction.foreign,
-                                        also=terms.add if terms else None)
-            bundle = search_box_files(chunks, config, terms) if terms else None
-            artifacts = assemble_v2(chunks, vectors, postings, ANALYZER, describe(embedder), site_info,
-                                    config.dense_index, config.exact_max_rows, Path(config.cache_dir),
-                                    extra_files=bundle)
+        terms = BundleTerms(token_cache) if config.search_box else None
+        postings = lexical_postings(chunks, token_cache, progress=progress, foreign=extraction.foreign,
+                                    also=terms.add if terms else None)
+        bundle = search_box_files(chunks, config, terms) if terms else None
+        artifacts = assemble(chunks, vectors, postings, ANALYZER, describe(embedder), site_info,
+                             config.dense_index, config.exact_max_rows, Path(config.cache_dir), extra_files=bundle)
     write_artifacts(artifacts, output)  # ArtifactWriteFailed (previous set untouched) on any OS error
     write_latest(output, artifacts)
     remember(Path(config.cache_dir), output, digest, artifacts.build_id, extraction.diagnostics, extraction.summary)
@@ -292,7 +286,7 @@ def _kept(output: Path, build_id: str, diagnostics: list[Diagnostic], started: f
     manifest, raw = load_manifest(output)
     artifacts = ArtifactSet(manifest=manifest, files={MANIFEST: raw})
     write_latest(output, artifacts)  # repairs a latest.json a killed build left naming another set
-    chunks = kept_chunks(output, manifest)
+    chunks = kept_chunks(output)
     return BuildResult(output, artifacts, chunks, diagnostics, EmbedStats(len(chunks), len(chunks), 0),
                        time.perf_counter() - started)
 

@@ -1,5 +1,6 @@
-"""Schema 1 artifacts (`artifact_schema: 1`, still written and read): golden chunks file, byte-identical
-rebuilds, schemas, and refusal of tampered sets. Schema 2: test_artifacts_v2.py."""
+"""The artifact set (schema 2, the only one written): golden chunks file, byte-identical rebuilds,
+schemas, and refusal of tampered sets. More of schema 2 (memory-mapped opens, IVF, no-change
+rebuilds): test_artifacts_v2.py; the refusal of a schema 1 set: test_schema_one.py."""
 
 import json
 from importlib import resources
@@ -11,7 +12,6 @@ import pytest
 
 from knowledge_build import (
     ChecksumMismatch,
-    CountMismatch,
     DimensionMismatch,
     EmbedderMismatch,
     KnowledgeIndex,
@@ -19,62 +19,69 @@ from knowledge_build import (
     get_embedder,
     load_config,
 )
-from knowledge_build.index.verify import read_artifacts
+from knowledge_build.errors import ArtifactUnreadable
+from knowledge_build.index import layout
+from knowledge_build.index.verify import verify_set
 
 from .conftest import FakeEmbedder
 
 
 @pytest.fixture
 def built(site_dir, fake_embedder):
-    return build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache"),
-                                                 "KB_ARTIFACT_SCHEMA": "1"}),
+    return build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}),
                  embedder=fake_embedder)
 
 
-def test_knowledge_chunks_json_matches_the_golden_file(built, file_regression):
-    file_regression.check((built.output / "knowledge_chunks.json").read_text(encoding="utf-8"),
-                          basename="site_knowledge_chunks", extension=".json")
+def _chunk_lines(output) -> list[dict]:
+    return [json.loads(line) for line in (output / "knowledge_chunks.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
-def test_artifacts_land_in_the_site_output_knowledge_v1(built, site_dir):
-    assert built.output == site_dir / "_site" / "knowledge" / "v1"
-    assert sorted(p.name for p in built.output.iterdir()) == [
-        "knowledge_chunks.json", "lexical.json", "manifest.json", "vectors.faiss"]
+def test_knowledge_chunks_match_the_golden_file(built, file_regression):
+    # The golden file is the chunks as one indented array (what schema 1 wrote): the lines hold the same fields.
+    text = json.dumps(_chunk_lines(built.output), ensure_ascii=False, sort_keys=True, indent=1) + "\n"
+    file_regression.check(text, basename="site_knowledge_chunks", extension=".json")
+
+
+def test_artifacts_land_in_the_site_output_knowledge_v2(built, site_dir):
+    assert built.output == site_dir / "_site" / "knowledge" / "v2"
+    names = {p.name for p in built.output.iterdir()}
+    assert layout.V2_FILES <= names
+    assert all(layout.BUNDLE_FILE.fullmatch(name) for name in names - layout.V2_FILES)
 
 
 def test_second_build_is_byte_identical(built, site_dir):
     first = {p.name: p.read_bytes() for p in built.output.iterdir()}
-    again = build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "other-cache"),
-                                                "KB_ARTIFACT_SCHEMA": "1"}),
+    again = build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "other-cache")}),
                   embedder=FakeEmbedder())
     assert {p.name: p.read_bytes() for p in again.output.iterdir()} == first
 
 
 def test_files_match_the_json_schemas_shipped_in_the_package(built):
     schemas = resources.files("knowledge_build.schemas")
-    for name, schema_file in (("manifest.json", "manifest.schema.json"),
-                              ("knowledge_chunks.json", "knowledge_chunks.schema.json")):
-        schema = json.loads(schemas.joinpath(schema_file).read_text(encoding="utf-8"))
-        jsonschema.validate(json.loads((built.output / name).read_text(encoding="utf-8")), schema)
+    for document, schema_file in ((json.loads((built.output / "manifest.json").read_text(encoding="utf-8")),
+                                   "manifest.v2.schema.json"),
+                                  (_chunk_lines(built.output), "knowledge_chunks.schema.json")):
+        jsonschema.validate(document, json.loads(schemas.joinpath(schema_file).read_text(encoding="utf-8")))
 
 
 def test_chunks_are_sorted_by_id_and_faiss_row_i_is_chunk_i(built, fake_embedder):
-    chunks = json.loads((built.output / "knowledge_chunks.json").read_text(encoding="utf-8"))
+    chunks = _chunk_lines(built.output)
     assert [c["id"] for c in chunks] == sorted(c["id"] for c in chunks)
     index = faiss.read_index(str(built.output / "vectors.faiss"))
     row = next(i for i, c in enumerate(chunks) if c["anchor"] == "rule-quadratic-formula")
     chunk = built.chunks[row]
     assert chunk.id == chunks[row]["id"]
-    np.testing.assert_allclose(index.reconstruct(row), fake_embedder._vector(chunk.embed_text), atol=1e-6)
+    np.testing.assert_allclose(index.reconstruct(row), fake_embedder._vector(chunk.embed_text), atol=1e-3)  # fp16
 
 
 def test_manifest_records_embedder_counts_and_checksums(built):
     manifest = json.loads((built.output / "manifest.json").read_text(encoding="utf-8"))
-    assert manifest["schema_version"] == 1
+    assert manifest["schema_version"] == 2
     assert manifest["embedder"] == {"provider": "fake", "model": "char-bigram-hash/1", "dim": 64,
                                     "query_prefix": "query: ", "passage_prefix": "passage: "}
     assert manifest["counts"]["chunks"] == len(built.chunks)
-    assert set(manifest["files"]) == {"knowledge_chunks.json", "vectors.faiss", "lexical.json"}
+    assert set(layout.V2_CONTENT_FILES) <= set(manifest["files"])
+    assert all(layout.BUNDLE_FILE.fullmatch(name) for name in set(manifest["files"]) - set(layout.V2_CONTENT_FILES))
     site = manifest["site"]
     assert {k: site.pop(k) for k in ("name", "description")} == {
         "name": "数学ノート", "description": "中学・高校数学の要点を「知識ボックス」単位で整理した学習ノート"}
@@ -85,12 +92,12 @@ def test_manifest_records_embedder_counts_and_checksums(built):
 
 
 def test_a_changed_byte_is_refused_with_a_rebuild_hint(built):
-    path = built.output / "knowledge_chunks.json"
+    path = built.output / "knowledge_chunks.jsonl"
     data = bytearray(path.read_bytes())
     data[100] ^= 0x01
     path.write_bytes(bytes(data))
-    with pytest.raises(ChecksumMismatch, match="knowledge_chunks.json.*sha256 differs.*knowledge-build build"):
-        read_artifacts(built.output)
+    with pytest.raises(ChecksumMismatch, match="knowledge_chunks.jsonl.*sha256 differs.*knowledge-build build"):
+        verify_set(built.output, FakeEmbedder())
 
 
 def test_a_truncated_file_is_refused(built):
@@ -119,7 +126,8 @@ def test_a_wrong_dimension_is_refused(built):
 
 def test_a_wrong_count_is_refused(built):
     _rewrite_manifest(built.output, lambda m: m["counts"].update(chunks=3))
-    with pytest.raises(CountMismatch, match="holds 171 entries, the manifest says 3"):
+    with pytest.raises(ArtifactUnreadable, match=r"rows.npy.*shape \(171,\), the manifest's counts need chunk rows "
+                                                 r"of shape \(3,\)"):
         KnowledgeIndex.open(built.output, embedder=FakeEmbedder())
 
 
@@ -139,12 +147,12 @@ def test_a_failed_build_leaves_the_previous_set_untouched(built, site_dir):
     page = site_dir / "junior" / "一次方程式.html"
     page.write_text(page.read_text(encoding="utf-8").replace("移項</strong>", "移項の規則</strong>"), encoding="utf-8")
     with pytest.raises(RuntimeError, match="model crashed"):
-        build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache"), "KB_ARTIFACT_SCHEMA": "1"}), embedder=Exploding())
+        build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}), embedder=Exploding())
     assert {p.name: p.read_bytes() for p in built.output.iterdir()} == before
-    assert sorted(p.name for p in built.output.parent.iterdir()) == ["latest.json", "v1"]
+    assert sorted(p.name for p in built.output.parent.iterdir()) == ["latest.json", "v2"]
 
 
 def test_latest_json_names_the_current_build_and_schema(built):
     latest = json.loads((built.output.parent / "latest.json").read_text(encoding="utf-8"))
-    assert latest == {"schema_version": 1, "build_id": built.artifacts.build_id, "path": "v1/",
-                      "manifest": "v1/manifest.json"}
+    assert latest == {"schema_version": 2, "build_id": built.artifacts.build_id, "path": "v2/",
+                      "manifest": "v2/manifest.json"}

@@ -1,6 +1,7 @@
-"""Hostile artifact sets and output directories: refused with one clear error, nothing of the
-user's deleted, no oversized read, no traceback, no NaN in JSON. All with the fake embedder."""
+"""Hostile artifact sets (schema 2) and output directories: refused with one clear error, nothing of
+the user's deleted, no oversized read, no traceback, no NaN in JSON. All with the fake embedder."""
 
+import io
 import json
 import os
 import subprocess
@@ -25,6 +26,7 @@ from knowledge_build.errors import (
     CountMismatch,
     EmbedderMismatch,
     ManifestInvalid,
+    SchemaOneRetired,
     SchemaVersionMismatch,
 )
 from knowledge_build.index import files as files_module
@@ -38,7 +40,7 @@ GIB = 1 << 30
 
 
 def _config(site_dir, **flags):
-    return load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache"), "KB_ARTIFACT_SCHEMA": "1"},
+    return load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")},
                        **flags)
 
 
@@ -114,16 +116,16 @@ def test_a_manifest_that_promises_8_gb_is_refused_before_reading(built, monkeypa
     assert spy.limits("vectors.faiss") == []
 
 
-def test_a_vectors_file_larger_than_its_rows_and_dimension_is_refused_after_reading_only_the_header(
+def test_a_vectors_file_larger_than_the_build_wrote_is_refused_by_its_checksum_without_a_bounded_read(
         built, monkeypatch):
     vectors = built.output / "vectors.faiss"
-    os.truncate(vectors, 3 * GIB)
-    _rewrite_manifest(built.output, lambda m: m["files"]["vectors.faiss"].update(size=3 * GIB))
+    os.truncate(vectors, vectors.stat().st_size + (64 << 20))
+    _rewrite_manifest(built.output, lambda m: m["files"]["vectors.faiss"].update(size=vectors.stat().st_size))
     _rewrite_manifest(built.output, lambda m: m.update(build_id=build_id_of(m)))
     spy = ReadSpy(monkeypatch)
-    with pytest.raises(ArtifactUnreadable, match=f"{3 * GIB} bytes, but 171 vectors of dimension 64 take"):
+    with pytest.raises(ChecksumMismatch, match="vectors.faiss.*sha256 differs"):
         verify_set(built.output, FakeEmbedder())
-    assert spy.limits("vectors.faiss") == [verify_module._flat_header_size()]
+    assert spy.limits("vectors.faiss") == []  # streamed through sha256 in blocks, never read whole
 
 
 def test_a_huge_manifest_is_refused_without_reading_it(built, monkeypatch):
@@ -168,20 +170,21 @@ def _restamped(change):
 
 @pytest.mark.parametrize("change, error, message", [
     (_restamped(lambda m: m["counts"].update(materials=m["counts"]["materials"] + 1)), CountMismatch,
-     r"knowledge_chunks.json \(materials\) holds \d+ entries, the manifest says"),
+     r"knowledge_chunks.jsonl \(materials\) holds \d+ entries, the manifest says"),
     (_restamped(lambda m: m["counts"]["by_type"].update(rule=m["counts"]["by_type"]["rule"] + 1)), CountMismatch,
-     r"knowledge_chunks.json \(type 'rule'\) holds \d+ entries"),
+     r"knowledge_chunks.jsonl \(type 'rule'\) holds \d+ entries"),
     (_restamped(lambda m: m["counts"]["by_type"].update(glossary=1)), CountMismatch,
      r"\(type 'glossary'\) holds 0 entries"),
     (lambda m: m["counts"].update(chunks=3), BuildIdMismatch, "checksums and fields give"),
     (lambda m: m.update(build_id="0123456789abcdef"), BuildIdMismatch, "build_id is '0123456789abcdef'"),
     (lambda m: m.update(metric="dot"), ManifestInvalid, "metric: 'cosine' was expected"),
-    (lambda m: m.update(schema_version=3), SchemaVersionMismatch, "schema_version 3; this version of knowledge-build reads schema_version 1 or 2"),
+    (lambda m: m.update(schema_version=3), SchemaVersionMismatch, "schema_version 3; this version of knowledge-build reads schema_version 2"),
+    (_restamped(lambda m: m.update(schema_version=1)), SchemaOneRetired, "is schema 1, which knowledge-build no longer reads"),
     (lambda m: m.update(schema_version=True), SchemaVersionMismatch, "schema_version True"),
     (lambda m: m.update(schema_version="1"), SchemaVersionMismatch, "schema_version '1'"),
     (lambda m: m["embedder"].update(dim=64.0), ManifestInvalid, "embedder/dim: 64.0 is not of type 'integer'"),
     (lambda m: m["files"]["vectors.faiss"].update(size=-1), ManifestInvalid, "files/vectors.faiss/size"),
-    (lambda m: m["files"].update({"../../etc/passwd": m["files"]["lexical.json"]}), ManifestInvalid, "files"),
+    (lambda m: m["files"].update({"../../etc/passwd": m["files"]["rows.npy"]}), ManifestInvalid, "files"),
 ])
 def test_an_edited_manifest_field_is_refused(built, change, error, message):
     _rewrite_manifest(built.output, change)
@@ -195,7 +198,7 @@ def test_nan_vectors_in_a_set_are_refused_naming_the_chunk(built):
     index = faiss.read_index(str(built.output / "vectors.faiss"))
     vectors = index.reconstruct_n(0, index.ntotal)
     vectors[7, 3] = np.nan
-    forged = faiss.IndexFlatIP(index.d)
+    forged = faiss.IndexScalarQuantizer(index.d, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
     forged.add(vectors)
     _forge(built.output, "vectors.faiss", faiss.serialize_index(forged).tobytes())
     with pytest.raises(ArtifactUnreadable, match=rf"row 7 \({built.chunks[7].id}\) holds NaN"):
@@ -204,35 +207,51 @@ def test_nan_vectors_in_a_set_are_refused_naming_the_chunk(built):
 
 def test_an_l2_index_is_refused_because_the_metric_is_cosine(built):
     index = faiss.read_index(str(built.output / "vectors.faiss"))
-    forged = faiss.IndexFlatL2(index.d)
+    forged = faiss.IndexScalarQuantizer(index.d, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_L2)
     forged.add(index.reconstruct_n(0, index.ntotal))
     _forge(built.output, "vectors.faiss", faiss.serialize_index(forged).tobytes())
-    with pytest.raises(ArtifactUnreadable, match="not a FAISS IndexFlatIP"):
+    with pytest.raises(ArtifactUnreadable, match=r"not the IndexScalarQuantizer \(inner product\)"):
         verify_set(built.output, FakeEmbedder())
 
 
-@pytest.mark.parametrize("data, message", [
-    (b"[" * 10000, "JSON nested too deeply"),
-    (b"{}", "top level: not a JSON array of chunks"),
-    (b'[{"id": "x#rule-a"}, 3]', "0: 'material' is a required property"),
-    (b'[' + json.dumps({**_CHUNK, "learns": "一つ"}, ensure_ascii=False).encode() + b']', "0/learns: '一つ' is not a valid array"),
-    (b'[' + json.dumps({**_CHUNK, "learns": [1]}).encode() + b']', r"0/learns: \[1\] is not a valid array"),
-    (b'[' + json.dumps({**_CHUNK, "type": "essay"}).encode() + b']', "0/type: 'essay' is not a valid value"),
-    (b'[' + json.dumps({**_CHUNK, "line": True}).encode() + b']', "0/line: True is not a valid integer"),
-    (b'[' + json.dumps({**_CHUNK, "secret": 1}).encode() + b']', "0: unexpected field 'secret'"),
-    (b'[{"id": "x#rule-a"}]', "0: 'material' is a required property"),
+def _forge_first_line(output: Path, line: bytes) -> None:
+    """Replace the first chunk's line of knowledge_chunks.jsonl, moving the other rows' offsets in
+    rows.npy to match, and make the manifest agree: only the content checks can refuse it."""
+    data = (output / "knowledge_chunks.jsonl").read_bytes()
+    rows = np.load(output / "rows.npy")
+    first_end = int(rows["offset"][1])
+    rows["offset"][1:] = rows["offset"][1:].astype(np.int64) + (len(line) + 1 - first_end)
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, rows, allow_pickle=False)
+    _forge(output, "rows.npy", buffer.getvalue())
+    _forge(output, "knowledge_chunks.jsonl", line + b"\n" + data[first_end:])
+
+
+@pytest.mark.parametrize("line, message", [
+    (b"[" * 10000, "line 1 is damaged"),
+    (b"{not json", "line 1 is damaged"),
+    (b"3", "line 1 is not a chunk"),
+    (b'{"id": "x#rule-a"}', "0: 'material' is a required property"),
+    (json.dumps({**_CHUNK, "learns": "一つ"}, ensure_ascii=False).encode(), "0/learns: '一つ' is not a valid array"),
+    (json.dumps({**_CHUNK, "learns": [1]}).encode(), r"0/learns: \[1\] is not a valid array"),
+    (json.dumps({**_CHUNK, "type": "essay"}).encode(), "0/type: 'essay' is not a valid value"),
+    (json.dumps({**_CHUNK, "line": True}).encode(), "0/line: True is not a valid integer"),
+    (json.dumps({**_CHUNK, "secret": 1}).encode(), "0: unexpected field 'secret'"),
 ])
-def test_a_chunks_file_of_the_wrong_shape_is_refused(built, data, message):
-    _forge(built.output, "knowledge_chunks.json", data)
+def test_a_chunk_line_of_the_wrong_shape_is_refused(built, line, message):
+    _forge_first_line(built.output, line)
     with pytest.raises(ArtifactUnreadable, match=message):
         verify_set(built.output, FakeEmbedder())
 
 
 def test_lexical_rows_that_do_not_match_the_chunks_are_refused(built):
-    lexical = json.loads((built.output / "lexical.json").read_text(encoding="utf-8"))
-    lexical["fields"]["lemma"].pop()
-    _forge(built.output, "lexical.json", json.dumps(lexical).encode())
-    with pytest.raises(CountMismatch, match="lexical.json field 'lemma' holds 170 entries, the manifest says 171"):
+    lengths = np.load(built.output / "lexical_lengths.npy")
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.ascontiguousarray(lengths[:, :-1]), allow_pickle=False)
+    _forge(built.output, "lexical_lengths.npy", buffer.getvalue())
+    fields = len(lengths)
+    with pytest.raises(ArtifactUnreadable, match=rf"lexical_lengths.npy.*holds int32 of shape \({fields}, 170\), "
+                                                 rf"the manifest's counts need int32 of shape \({fields}, 171\)"):
         verify_set(built.output, FakeEmbedder())
 
 
@@ -278,10 +297,7 @@ def test_validate_reports_an_embedder_mismatch_exactly_as_search_does(site_dir):
 
 def test_validate_reports_another_analyzer_exactly_as_search_does(site_dir):
     output = build(_config(site_dir), embedder=LocalLookalike()).output
-    lexical = json.loads((output / "lexical.json").read_text(encoding="utf-8"))
-    lexical["analyzer"] = "mecab-ipadic/surface/1"
-    _forge(output, "lexical.json", json.dumps(lexical).encode(),
-           lambda m: m["lexical"].update(analyzer="mecab-ipadic/surface/1"))
+    _rewrite_manifest(output, _restamped(lambda m: m["lexical"].update(analyzer="mecab-ipadic/surface/1")))
     with pytest.raises(AnalyzerMismatch):
         KnowledgeIndex.open(output)
     message = _search_error(output)

@@ -29,15 +29,12 @@ from knowledge_build.index.verify import check_latest, verify_set
 
 from .conftest import SITE, FakeEmbedder
 
-# Schema 2 is what a build writes by default; schema 1 is still written on request, and both go through
-# the same output checks, staging, swap and clean-up, so the tests of those run for both.
-BOTH_SCHEMAS = pytest.mark.parametrize("schema", [1, 2])
-SET_FILES = {1: sorted(layout.V1_FILES), 2: sorted(layout.V2_FILES)}
+SET_FILES = {2: sorted(layout.V2_FILES)}
 
 
 @pytest.fixture
 def schema():
-    return 2  # overridden by BOTH_SCHEMAS
+    return 2  # the only schema a build writes (schema 1 is refused: test_schema_one.py)
 
 
 def _config(site_dir, schema=2, **flags):
@@ -110,7 +107,6 @@ def test_a_file_as_output_is_refused(site_dir, tmp_path):
     assert target.read_text(encoding="utf-8") == "{}"
 
 
-@BOTH_SCHEMAS
 def test_an_empty_existing_directory_is_filled(site_dir, tmp_path, schema):
     out = tmp_path / "empty"
     out.mkdir()
@@ -153,7 +149,6 @@ def test_jekyll_plugin_output_dir_outside_the_destination_is_refused(tmp_path):
 
 # --- a failure at any step leaves the previous set whole ------------------------------------------------
 
-@BOTH_SCHEMAS
 def test_a_write_that_fails_midway_leaves_the_previous_set_and_no_staging(built, site_dir, monkeypatch, schema):
     knowledge = built.output.parent
     before = _snapshot(knowledge)
@@ -169,7 +164,6 @@ def test_a_write_that_fails_midway_leaves_the_previous_set_and_no_staging(built,
     assert sorted(p.name for p in knowledge.iterdir()) == ["latest.json", f"v{schema}"]
 
 
-@BOTH_SCHEMAS
 def test_a_failed_second_rename_without_renameat2_puts_the_previous_set_back(built, site_dir, monkeypatch, schema):
     before = _snapshot(built.output)
     real_rename = os.rename
@@ -187,7 +181,6 @@ def test_a_failed_second_rename_without_renameat2_puts_the_previous_set_back(bui
     assert sorted(p.name for p in built.output.parent.iterdir()) == ["latest.json", f"v{schema}"]
 
 
-@BOTH_SCHEMAS
 def test_without_renameat2_a_rebuild_swaps_in_the_new_set(built, site_dir, monkeypatch, schema):
     monkeypatch.setattr(fsutil, "rename_exchange", lambda a, b: False)
     _edit_a_box(site_dir)
@@ -235,7 +228,6 @@ def test_a_latest_json_pointing_outside_its_directory_is_refused(built):
 
 # --- stale staging directories of killed builds ---------------------------------------------------------
 
-@BOTH_SCHEMAS
 def test_stale_staging_directories_of_killed_builds_are_removed_on_the_next_build(built, site_dir, schema):
     knowledge = built.output.parent
     dead = _dead_pid()
@@ -343,7 +335,6 @@ def test_a_staging_folder_another_process_is_writing_is_left_alone_whatever_its_
     assert artifacts_module.clean_stale(built.output) == [busy]  # once its writer is gone
 
 
-@BOTH_SCHEMAS
 def test_a_kill_between_the_two_fallback_renames_is_recovered_by_the_next_build(built, site_dir, schema):
     knowledge = built.output.parent
     stranded = knowledge / f".v{schema}.old-{_dead_pid()}-0a0b0c0d"

@@ -1,4 +1,4 @@
-"""Schema 2 artifact sets: layout, determinism, v1 still readable, IVF, checks on open, no-change rebuilds."""
+"""Schema 2 artifact sets: layout, determinism, IVF, checks on open, no-change rebuilds (schema 1 is refused: test_schema_one.py)."""
 
 from __future__ import annotations
 
@@ -23,9 +23,8 @@ QUERIES = ("二次方程式を公式で解きたい", "たすきがけ", "判別
 
 
 def _build(site, tmp_path, name="out", **settings):
-    config = kb.load_config(site=site, output=tmp_path / name / "v2" if "artifact_schema" not in settings
-                            else tmp_path / name / f"v{settings['artifact_schema']}",
-                            cache_dir=tmp_path / f"cache-{name}", env={}, **settings)
+    config = kb.load_config(site=site, output=tmp_path / name / "v2", cache_dir=tmp_path / f"cache-{name}", env={},
+                            **settings)
     return kb.build(config, embedder=FakeEmbedder())
 
 
@@ -53,15 +52,6 @@ def test_the_same_input_gives_byte_identical_v2_files(site_dir, tmp_path, dense_
     second = _build(site_dir, tmp_path, "b", dense_index=dense_index).output
     for name in ("manifest.json", *CONTENT_FILES):
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
-
-
-def test_a_v1_set_stays_readable_and_answers_as_the_v2_set_of_the_same_site(site_dir, tmp_path):
-    v1 = kb.KnowledgeIndex.open(_build(site_dir, tmp_path, "one", artifact_schema=1).output, embedder=FakeEmbedder())
-    v2 = kb.KnowledgeIndex.open(_build(site_dir, tmp_path, "two").output, embedder=FakeEmbedder())
-    assert v1.manifest["schema_version"] == 1 and v2.manifest["schema_version"] == 2
-    for query in QUERIES:
-        assert _ids(v1, query, 3) == _ids(v2, query, 3), query
-    assert v2.get("因数分解#method-tasukigake").title == v1.get("因数分解#method-tasukigake").title
 
 
 def test_an_ivf_set_answers_as_the_exact_set_on_a_small_site(site_dir, tmp_path):
@@ -169,7 +159,7 @@ def test_a_schema_this_version_cannot_read_names_the_versions_it_reads(built):
     manifest = json.loads((built / "manifest.json").read_text())
     manifest["schema_version"] = 3
     (built / "manifest.json").write_bytes(dumps(manifest))
-    with pytest.raises(SchemaVersionMismatch, match="reads schema_version 1 or 2"):
+    with pytest.raises(SchemaVersionMismatch, match="reads schema_version 2"):
         kb.KnowledgeIndex.open(built, embedder=FakeEmbedder())
 
 
@@ -260,16 +250,8 @@ def test_a_link_broken_after_a_build_is_reported_by_the_rebuild_and_by_the_no_ch
         assert [d.format() for d in result.diagnostics] == [d.format() for d in fresh.diagnostics]
 
 
-def test_a_site_built_before_v2_is_read_from_knowledge_v1_by_default(site_dir, fake_open):
-    kb.build(kb.load_config(site=site_dir, artifact_schema=1, env={}), embedder=FakeEmbedder())
-    assert not (site_dir / "_site" / "knowledge" / "v2").exists()
-    result = CliRunner().invoke(main, ["search", "たすきがけ", "--site", str(site_dir), "--format", "json"])
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["results"][0]["id"] == "因数分解#method-tasukigake"
-
-
 def test_a_bad_schema_or_dense_index_setting_is_one_line(site_dir):
-    for flags, expected in (({"artifact_schema": 3}, "artifact_schema must be 1 or 2"),
+    for flags, expected in (({"artifact_schema": 3}, r"artifact_schema must be 2 \(the only schema\), got 3"),
                             ({"dense_index": "hnsw"}, "dense_index must be one of auto, exact, ivf")):
         with pytest.raises(kb.KnowledgeBuildError, match=expected):
             kb.load_config(site=site_dir, env={}, **flags)
@@ -282,22 +264,6 @@ def test_a_set_copied_elsewhere_opens_there(built, tmp_path):
     assert _ids(index, "たすきがけ", 1) == ["因数分解#method-tasukigake"]
     with pytest.raises(ArtifactError):
         kb.KnowledgeIndex.open(tmp_path / "nowhere", embedder=FakeEmbedder())
-
-
-def test_v2_chunks_are_the_v1_chunks_and_both_files_match_the_shipped_schemas(site_dir, tmp_path):
-    from importlib import resources
-
-    import jsonschema
-
-    v1 = _build(site_dir, tmp_path, "one", artifact_schema=1).output
-    v2 = _build(site_dir, tmp_path, "two").output
-    lines = [json.loads(line) for line in (v2 / "knowledge_chunks.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert lines == json.loads((v1 / "knowledge_chunks.json").read_text(encoding="utf-8"))
-    schemas = resources.files("knowledge_build.schemas")
-    manifest = json.loads(schemas.joinpath("manifest.v2.schema.json").read_text(encoding="utf-8"))
-    jsonschema.validate(json.loads((v2 / "manifest.json").read_text(encoding="utf-8")), manifest)
-    chunks = json.loads(schemas.joinpath("knowledge_chunks.schema.json").read_text(encoding="utf-8"))
-    jsonschema.validate(lines, chunks)
 
 
 def test_every_chunk_of_a_v2_set_is_found_by_its_id_before_and_after_the_id_table_is_built(built):
@@ -352,7 +318,7 @@ def test_build_cli_takes_the_schema_and_the_dense_index(site_dir, tmp_path, monk
 
     monkeypatch.setattr(embed, "get_embedder", lambda *a, **k: FakeEmbedder())
     monkeypatch.setattr("knowledge_build.pipeline.get_embedder", lambda *a, **k: FakeEmbedder())
-    for flags, folder, kind in ((["--schema", "1"], "v1", None), (["--dense-index", "ivf"], "v2", "ivf")):
+    for flags, folder, kind in ((["--schema", "2"], "v2", "exact"), (["--dense-index", "ivf"], "v2", "ivf")):
         result = CliRunner().invoke(main, ["build", "--site", str(site_dir), "--cache-dir", str(tmp_path / "c"),
                                            "--format", "json", *flags])
         assert result.exit_code == 0, result.output

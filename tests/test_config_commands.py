@@ -143,15 +143,13 @@ def test_index_dir_prefers_index_then_output_then_the_site(site_dir, tmp_path):
     assert index_dir(load_config(site=site_dir, output=tmp_path / "o", index=tmp_path / "i", env={})) == tmp_path / "i"
 
 
-def test_index_dir_of_a_site_reads_knowledge_v1_when_only_that_set_was_built(site_dir):
+def test_index_dir_of_a_site_is_knowledge_v2_even_when_only_an_old_v1_set_was_built(site_dir):
+    # A reader then says to build (test_schema_one.py): schema 1 is no longer read.
     knowledge = site_dir / "_site" / "knowledge"
     (knowledge / "v1").mkdir(parents=True)
     (knowledge / "v1" / "manifest.json").write_text("{}", encoding="utf-8")
-    assert index_dir(load_config(site=site_dir, env={})) == knowledge / "v1"
-    (knowledge / "v2").mkdir()
-    (knowledge / "v2" / "manifest.json").write_text("{}", encoding="utf-8")
     assert index_dir(load_config(site=site_dir, env={})) == knowledge / "v2"
-    assert index_dir(load_config(site=site_dir, artifact_schema=1, env={})) == knowledge / "v1"
+    assert index_dir(load_config(site=site_dir, artifact_schema=2, env={})) == knowledge / "v2"
 
 
 def test_generated_learns_left_at_the_old_default_are_named_not_silently_dropped(site_dir, tmp_path, monkeypatch):

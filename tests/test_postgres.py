@@ -373,16 +373,3 @@ def test_a_resealed_set_with_a_broken_row_is_refused_when_that_row_is_written(fr
         publish(conn, _site_index(tmp_path, name="good"))
         with pytest.raises(ArtifactUnreadable, match="title"):
             publish(conn, broken(_site_index(tmp_path, name="bad")))
-
-
-def test_a_schema_1_set_and_the_schema_2_set_of_the_same_site_have_the_same_fingerprints(fresh_db, tmp_path):
-    root = tmp_path / "site"
-    shutil.copytree(SITE, root, ignore=shutil.ignore_patterns("_site", ".jekyll-cache"))
-    one = build(load_config(site=root, cache_dir=tmp_path / "cache", artifact_schema=1, env={}),
-                embedder=FakeEmbedder()).output
-    two = build(load_config(site=root, cache_dir=tmp_path / "cache", env={}), embedder=FakeEmbedder()).output
-    assert one != two
-    with connect(fresh_db) as conn:
-        assert len(publish(conn, one).insert) == 171
-        assert publish(conn, one).changes == 0
-        assert publish(conn, two).changes == 0  # the same chunks, written again by the other schema: nothing to do

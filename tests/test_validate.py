@@ -16,7 +16,7 @@ from .conftest import LocalLookalike
 
 @pytest.fixture
 def schema():
-    return 2  # the schema a build writes by default; parametrized where both matter
+    return 2  # the only schema a build writes
 
 
 @pytest.fixture
@@ -65,11 +65,9 @@ def test_edited_box_text_is_a_stale_content_warning(indexed):
     assert ("stale-content", "warning", "一次方程式.html") in _findings(indexed)
 
 
-@pytest.mark.parametrize("schema, found", [
-    (1, r"holds 171 entries, the manifest says 172"),
-    (2, r"artifact 'rows\.npy' in '.*/knowledge/v2' cannot be used \(holds .* \(171,\), the manifest's counts need "
-        r".* \(172,\)\)")])
-def test_a_damaged_artifact_set_is_an_integrity_error(indexed, schema, found):
+def test_a_damaged_artifact_set_is_an_integrity_error(indexed, schema):
+    found = (r"artifact 'rows\.npy' in '.*/knowledge/v2' cannot be used \(holds .* \(171,\), the manifest's counts need "
+             r".* \(172,\)\)")
     index = indexed / "_site" / "knowledge" / f"v{schema}"
     manifest = json.loads((index / "manifest.json").read_text(encoding="utf-8"))
     manifest["counts"]["chunks"] += 1
@@ -81,7 +79,6 @@ def test_a_damaged_artifact_set_is_an_integrity_error(indexed, schema, found):
     assert finding["rule"] == "artifact-integrity" and re.search(found, finding["message"]), finding["message"]
 
 
-@pytest.mark.parametrize("schema", [1, 2])
 @pytest.mark.parametrize("field, value", [
     (("site", "url"), "https://attacker.example"), (("site", "baseurl"), "/elsewhere"),
     (("site", "name"), "別のサイト"), (("embedder", "provider"), "openai"), (("embedder", "model"), "other"),

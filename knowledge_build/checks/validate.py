@@ -14,8 +14,7 @@ from pathlib import Path
 from ..config import Config, site_index_dir
 from ..diagnostics import Diagnostic
 from ..errors import KnowledgeBuildError
-from ..index.layout import V1_CHUNKS as CHUNKS
-from ..index.layout import V2_CHUNKS as CHUNKS_V2
+from ..index.layout import V2_CHUNKS as CHUNKS
 from ..index.verify import check_latest, verify_set
 from ..kinds import is_part_anchor
 from ..pipeline import extract
@@ -150,5 +149,5 @@ def _lands(fragment: str, root, text) -> bool:
 
 
 def _chunks_file(index_dir: Path) -> Path:
-    """The set's chunks file (v2: knowledge_chunks.jsonl), for locating findings."""
-    return index_dir / (CHUNKS_V2 if (index_dir / CHUNKS_V2).exists() else CHUNKS)
+    """The set's chunks file, for locating findings."""
+    return index_dir / CHUNKS

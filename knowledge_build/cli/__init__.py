@@ -72,7 +72,7 @@ def _log_to_stderr() -> None:
 
 @main.command()
 @click.option("--site", type=PATH_TYPE, help="The site: a Jekyll source directory (with _config.yml), a Hugo, MkDocs or Sphinx project, or built HTML (_site, public, site, _build/html, a plain folder).")
-@click.option("--output", type=PATH_TYPE, help="Artifact directory. Default: <site output>/knowledge/v2 (v1 with --schema 1).")
+@click.option("--output", type=PATH_TYPE, help="Artifact directory. Default: <site output>/knowledge/v2.")
 @click.option("--baseurl", help="URL prefix of the site. Default: baseurl in _config.yml.")
 @click.option("--embedder", type=click.Choice(["local", "openai", "openai-compatible"]),
               help="Embedding provider. Default: local.")
@@ -88,9 +88,9 @@ def _log_to_stderr() -> None:
               "Default: ~/.cache/knowledge-build.")
 @SECTIONS_OPTION
 @click.option("--schema", "artifact_schema", type=click.Choice(["1", "2"]),
-              help="Artifact schema: 2 (knowledge/v2, memory-mapped; default) or 1 (knowledge/v1).")
+              help="Artifact schema: 2, the only one (knowledge/v2). 1 is no longer written: refused, saying what to do.")
 @click.option("--dense-index", type=click.Choice(["auto", "exact", "ivf"]),
-              help="Schema 2: exact search, inverted lists (approximate), or auto (IVF above exact_max_rows chunks). "
+              help="Exact search, inverted lists (approximate), or auto (IVF above exact_max_rows chunks). "
                    "Default: auto.")
 @click.option("--strict", is_flag=True, help="Fail when any page is skipped (a generator's own search, index "
               "and 404 pages excepted). Without it the build fails only when most pages are skipped.")

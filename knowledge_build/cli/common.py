@@ -48,8 +48,8 @@ def print_diagnostics(diagnostics, verbose: bool) -> None:
 SITE_OPTION = click.option("--site", type=PATH_TYPE,
                            help="The site: a Jekyll source directory (with _config.yml), a Hugo, MkDocs or Sphinx project, or built HTML (_site, public, site, _build/html, a plain folder).")
 INDEX_OPTION = click.option("--index", "index_dir", type=PATH_TYPE,
-                            help="Artifact directory (…/knowledge/v2 or v1, or knowledge/ to follow latest.json). "
-                                 "Default: setting index (KB_INDEX), else <site output>/knowledge/v2 (v1 when only that exists).")
+                            help="Artifact directory (…/knowledge/v2, or knowledge/ to follow latest.json). "
+                                 "Default: setting index (KB_INDEX), else <site output>/knowledge/v2.")
 DATABASE_OPTION = click.option("--database-url",
                                help="PostgreSQL/pgvector URL (Supabase: the connection string). "
                                     "Default: setting database_url (KB_DATABASE_URL).")

@@ -1,11 +1,10 @@
-"""The artifact set: built in memory, written once and atomically, read back verified.
+"""The artifact set: built in memory (artifacts_v2.py assembles schema 2, the only schema), written
+once and atomically, read back verified (verify.py).
 
-Schema 1 (`artifact_schema: 1`; schema 2 is artifacts_v2.py). Layout of `<site output>/knowledge/v1/`:
-  manifest.json          schema version, build id, embedder, counts, sha256 + size per file
-  knowledge_chunks.json  chunks sorted by id, no vectors
-  vectors.faiss          FAISS IndexFlatIP; row i = chunk i (L2-normalised, so IP = cosine)
-  lexical.json           per-field (lemma, reading) lexical tokens; row i = chunk i
+A set lives in `<site output>/knowledge/v2/`; `latest.json` beside it names the current build.
 Same input gives byte-identical files: no timestamps, sorted keys, fixed float layout.
+Schema 1 (knowledge/v1/, one JSON file of chunks and a float32 FAISS index) is no longer written:
+readers refuse it with SchemaOneRetired, which says to rebuild.
 
 Writing only ever replaces a directory that is empty or holds an earlier set (nothing but
 our files); `verify_set` (verify.py) is the one answer to "is this set usable".
@@ -27,11 +26,6 @@ from .. import __version__
 from ..errors import ArtifactWriteFailed, LatestNotWritten, NonFiniteVectors, OutputNotArtifactSet
 from ..fsutil import atomic_write, claimed, fsync_dir, only_owned, pid_alive, remove_owned, swap_in, write_files
 from .layout import BUNDLE_FILE, LATEST, MANIFEST, MAX_MANIFEST_BYTES, V2_FILES
-from .layout import V1_CHUNKS as CHUNKS
-from .layout import V1_FILES as OUR_FILES
-from .layout import V1_LEXICAL as LEXICAL
-from .layout import V1_SCHEMA_VERSION as SCHEMA_VERSION
-from .layout import V1_VECTORS as VECTORS
 
 log = logging.getLogger("knowledge_build.artifacts")
 
@@ -48,12 +42,6 @@ class ArtifactSet:
 
 def dumps(data) -> bytes:
     return (json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1) + "\n").encode("utf-8")
-
-
-def dumps_compact(data) -> bytes:
-    """For files only programs read (lexical.json): an indent puts every token on a line of its own,
-    which made the file 1.6x larger and, since the C encoder does no indenting, 3x slower to write."""
-    return (json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
 
 
 def sha256(data: bytes) -> str:
@@ -78,23 +66,6 @@ def build_id_of(manifest: dict) -> str:
     return sha256(text.encode("utf-8"))[:16]
 
 
-def assemble(chunks, vectors: np.ndarray, lexical_fields: dict[str, list[list[str]]], analyzer: str,
-             embedder_info: dict, site_info: dict) -> ArtifactSet:
-    """Build every file of the set in memory. Refuses NaN or infinite vectors (naming the chunk)."""
-    import faiss
-
-    vectors = checked_vectors(chunks, vectors, embedder_info["dim"])
-    index = faiss.IndexFlatIP(embedder_info["dim"])
-    if len(chunks):
-        index.add(vectors)
-    files = {
-        CHUNKS: dumps([c.to_dict() for c in chunks]),
-        VECTORS: faiss.serialize_index(index).tobytes(),
-        LEXICAL: dumps_compact({"analyzer": analyzer, "fields": lexical_fields}),
-    }
-    return finish_set(files, chunks, SCHEMA_VERSION, embedder_info, site_info, lexical={"analyzer": analyzer})
-
-
 def checked_vectors(chunks, vectors: np.ndarray, dim: int) -> np.ndarray:
     """The vectors as one contiguous float32 (rows, dim) matrix; NonFiniteVectors names the chunks of
     rows holding NaN or infinite values."""
@@ -107,8 +78,8 @@ def checked_vectors(chunks, vectors: np.ndarray, dim: int) -> np.ndarray:
 
 def finish_set(files: dict[str, bytes], chunks, schema_version: int, embedder_info: dict, site_info: dict,
                **described) -> ArtifactSet:
-    """The set of `files` with its manifest (either schema): checksums, build id, counts, and the
-    schema's own sections (`described`: lexical, and schema 2's dense)."""
+    """The set of `files` with its manifest: checksums, build id, counts, and the sections
+    `described` (dense, lexical)."""
     entries = {name: {"sha256": sha256(data), "size": len(data)} for name, data in sorted(files.items())}
     by_type: dict[str, int] = {}
     for chunk in chunks:
@@ -161,7 +132,7 @@ def _ours(directory: Path) -> bool:
 def owned_names(directory: Path) -> set[str]:
     """The file names an earlier set in `directory` may hold: ours, the search box's (by their pattern),
     and any its manifest lists."""
-    names = set(OUR_FILES) | V2_FILES  # a killed build's staging may hold either schema's files
+    names = set(V2_FILES)
     try:
         names |= {n for n in os.listdir(directory) if BUNDLE_FILE.fullmatch(n)}
     except OSError:

@@ -105,18 +105,14 @@ def remember(cache_dir: Path, output: Path, digest: str, build_id: str, diagnost
         log.warning("could not record the build in %s (%s); the next build runs in full", path, exc)
 
 
-def kept_chunks(output: Path, manifest: dict):
-    """The chunks of a kept set: v2's records (decoded when read), v1's parsed."""
+def kept_chunks(output: Path):
+    """The chunks of a kept set: its records, decoded when read."""
     import numpy as np
 
-    from ..model import Chunk
-    from .layout import V1_CHUNKS as CHUNKS
-    from .layout import V2_CHUNKS as CHUNKS_V2
+    from .layout import V2_CHUNKS as CHUNKS
     from .layout import V2_ROWS as ROWS
     from .rows import ChunkRecords
     from .verify_v2 import _mapped
 
-    if manifest["schema_version"] == 1:
-        return [Chunk.from_dict(c) for c in json.loads((output / CHUNKS).read_bytes())]
     rows = np.load(output / ROWS, mmap_mode="r", allow_pickle=False)
-    return ChunkRecords(_mapped(output, CHUNKS_V2), rows["offset"])
+    return ChunkRecords(_mapped(output, CHUNKS), rows["offset"])

@@ -1,4 +1,4 @@
-"""Reading the files of an artifact set with care, for both schemas (verify.py, verify_v2.py):
+"""Reading the files of an artifact set with care (verify.py, verify_v2.py):
 reads bounded by what the manifest says, sizes checked before a byte is read, and the checks of the
 chunk records (shape, counts) that do not depend on how the schema stores them, and the check of
 a JSON document against the shipped schemas (`schema_problem`)."""
@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import ArtifactTooLarge, ArtifactUnreadable, ChecksumMismatch, CountMismatch
-from .layout import V1_CHUNKS as CHUNKS
+from .layout import V2_CHUNKS as CHUNKS
 
 # No real set comes near this (1,000 chunks of 384 dims are 1.5 MB); it bounds what a
 # tampered manifest can make a reader load into memory.

@@ -1,6 +1,6 @@
-"""The file names of an artifact set, both schemas: one home, so the writers (artifacts.py,
-artifacts_v2.py), the readers (verify.py, verify_v2.py) and the output-directory check agree on
-what a set holds."""
+"""The file names of an artifact set (schema 2, the only one): one home, so the writers
+(artifacts.py, artifacts_v2.py), the readers (verify.py, verify_v2.py) and the output-directory
+check agree on what a set holds."""
 
 from __future__ import annotations
 
@@ -9,14 +9,6 @@ import re
 MANIFEST = "manifest.json"
 LATEST = "latest.json"  # beside the set directories: which set a reader should take
 MAX_MANIFEST_BYTES = 1 << 20  # a real manifest is about 1 KB
-
-# Schema 1 (knowledge/v1/)
-V1_SCHEMA_VERSION = 1
-V1_CHUNKS = "knowledge_chunks.json"
-V1_VECTORS = "vectors.faiss"
-V1_LEXICAL = "lexical.json"
-V1_CONTENT_FILES = (V1_CHUNKS, V1_VECTORS, V1_LEXICAL)
-V1_FILES = frozenset((MANIFEST, *V1_CONTENT_FILES))
 
 # Schema 2 (knowledge/v2/)
 V2_SCHEMA_VERSION = 2

@@ -3,13 +3,13 @@
 Per field and token, a posting list: the rows that hold the token (ascending) and how often (tf),
 with each row's length per field. BM25 is computed at query time from them exactly as bm25s's
 Lucene variant computes it at index time (k1 1.5, b 0.75, float32, an empty document counted as
-one token), so a v2 set (whose postings are memory-mapped files) ranks as the v1 set of the same
-build did with bm25s. Relevance's coverage (relevance.py) reads the same postings: the document
+one token), so a set (whose postings are memory-mapped files) ranks as bm25s ranks the same
+tokens. Relevance's coverage (relevance.py) reads the same postings: the document
 frequency among the anchored boxes is kept per token, and a candidate row's tf is found by a
 binary search in the token's list, so no per-row token lists are needed at query time.
 
 The vocabulary is one sorted list of `field \\x1f token` keys (UTF-8), searched by bisection over
-its offsets; v1 sets build the same structures in memory from `lexical.json` when opened.
+its offsets; an index built in memory from token lists (from_token_lists) has the same structures.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class PostingsBuilder:
 
 
 def from_token_lists(fields: dict[str, list[list[str]]], reference: np.ndarray) -> "Postings":
-    """The postings of a v1 set's `lexical.json` fields (row i = chunk i)."""
+    """The postings of per-field token lists (row i = chunk i), for an index built in memory."""
     names = tuple(fields)
     builder = PostingsBuilder(names)
     rows = len(next(iter(fields.values()))) if fields else 0

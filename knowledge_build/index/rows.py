@@ -2,7 +2,7 @@
 concepts read (type, level, material, category, concept group, as small integer codes), and the
 chunk records themselves, decoded only when a row is asked for.
 
-v1 sets build both in memory from `knowledge_chunks.json`; v2 sets keep them in `rows.npy` (one
+An index built in memory builds both from its chunks; a set keeps them in `rows.npy` (one
 structured row per chunk, memory-mapped) with the code tables in `columns.json`, and the chunks in
 `knowledge_chunks.jsonl` (one JSON object per line, sorted by id), found by the offsets in rows.npy.
 """
@@ -39,7 +39,7 @@ class Columns:
     def __init__(self, codes: dict[str, np.ndarray], values: dict[str, list[str]], material_titles: list[str],
                  concept: np.ndarray, norms: np.ndarray | None = None):
         self.codes, self.values, self.material_titles, self.concept = codes, values, material_titles, concept
-        self.norms = norms  # v2: the stored vectors' lengths (None: unit vectors, v1's float32)
+        self.norms = norms  # v2: the stored vectors' lengths (None: unit vectors, an in-memory index's float32)
         self.size = len(concept)
         self._index = {name: {v: i for i, v in enumerate(values[name])} for name in COLUMN_NAMES}
         part_codes = [i for i, t in enumerate(values["type"]) if t in PART_TYPES]
@@ -114,6 +114,15 @@ class ChunkRecords(Sequence):
                                                                   np.uint64(len(data))))).cast("B").cast("Q")
         self._cached = lru_cache(maxsize=4096)(self._load)
         self._lookups, self._table = 0, None
+
+    @classmethod
+    def of(cls, chunks: Sequence[Chunk]) -> "ChunkRecords":
+        """The records of chunks held in memory, in their order, as a set's file would hold them (their rows
+        need not be sorted by id: the table of ids is made at once)."""
+        lines = [chunk_line(chunk) for chunk in chunks]
+        records = cls(b"".join(lines), np.cumsum([0] + [len(line) for line in lines[:-1]]) if lines else np.zeros(0))
+        records._table = {chunk.id: row for row, chunk in enumerate(chunks)}
+        return records
 
     def __len__(self) -> int:
         return len(self._offsets) - 1

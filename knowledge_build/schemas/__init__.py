@@ -1,2 +1,2 @@
-"""The JSON Schemas of the artifact files (knowledge_chunks, manifest of schema 1 and 2), shipped
+"""The JSON Schemas of the artifact files (knowledge_chunks, the schema 2 manifest), shipped
 with the package for anyone who reads a set."""

@@ -1,7 +1,7 @@
 """The dense channel's search over whichever FAISS index a set holds.
 
-v1: IndexFlatIP (float32, exact). v2: IndexScalarQuantizer fp16 (exact) or IndexIVFScalarQuantizer
-fp16 (approximate, above a size; see artifacts_v2.dense_kind). A group of rows (a kind group or the
+A set's IndexScalarQuantizer fp16 (exact) or IndexIVFScalarQuantizer fp16 (approximate, above a size;
+see artifacts_v2.dense_kind), or any flat index a set held in memory gives (loader.ArtifactSet.of). A group of rows (a kind group or the
 rows a filter allows) is searched with a bitmap selector; on inverted lists a small group is scored
 exactly instead, since the probed lists may hold too few of its rows.
 """

@@ -50,11 +50,11 @@ class KnowledgeIndex:
         return cls(ArtifactSet.open(path, embedder, embedder_options=embedder_options, verify=verify), settings)
 
     @classmethod
-    def from_parts(cls, path, manifest: dict, chunks, index, lexical, embedder,
+    def from_parts(cls, path, manifest: dict, chunks: list[Chunk], index, lexical: dict, embedder,
                    settings: SearchSettings | None = None) -> "KnowledgeIndex":
-        """An index over parts already in memory (ArtifactSet's: chunks, FAISS index, lexical fields or
-        postings, embedder): what benchmarks and tests rank with other settings or rows."""
-        return cls(ArtifactSet(path, manifest, chunks, index, lexical, embedder), settings)
+        """An index over a set held in memory (`ArtifactSet.of`; `lexical`: {"fields": {name: token lists by
+        row}}): what benchmarks and tests rank with other settings or rows."""
+        return cls(ArtifactSet.of(path, manifest, chunks, index, lexical["fields"], embedder), settings)
 
     # -- the set ------------------------------------------------------------------------------
 

@@ -21,17 +21,16 @@ from .filters import FilterVocabulary
 
 
 class ArtifactSet:
-    def __init__(self, path: Path, manifest: dict, chunks, index, lexical, embedder, columns: Columns | None = None):
-        """`chunks`: a list of Chunk (v1) or the ChunkRecords of a v2 set; `lexical`: v1's
-        {"fields": {name: [[token]]}} or a v2 set's Postings; `columns`: the v2 set's row columns
-        (built from the chunks when not given)."""
+    def __init__(self, path: Path, manifest: dict, chunks: ChunkRecords, index, postings: Postings, embedder,
+                 columns: Columns | None = None):
+        """`chunks`: the set's ChunkRecords; `index`: its FAISS index; `columns`: its row columns (made
+        from the chunks when not given)."""
         self.path = Path(path)
         self.manifest = manifest
         self.chunks = chunks
         self.dense_index = index
         self.embedder = embedder  # the one the set was built with: queries are embedded with it
         self.columns = columns if columns is not None else Columns.from_chunks(chunks)
-        self._by_id = None if isinstance(chunks, ChunkRecords) else {c.id: i for i, c in enumerate(chunks)}
         site = manifest.get("site") or {}
         self.site_url = str(site.get("url") or "")
         self.filters = FilterVocabulary(categories=site.get("categories"), columns=self.columns)
@@ -39,22 +38,27 @@ class ArtifactSet:
         # Boxes and page parts (sections, tables) together: each kind gets its own candidates, and a
         # part may be lifted among the first places (ranking/places.py). Read once, not on every query.
         self.mixed = bool(self.parts.any() and not self.parts.all())
-        # Relevance's coverage is measured against the anchored boxes it was calibrated on.
-        self.postings = lexical if isinstance(lexical, Postings) else \
-            from_token_lists(lexical["fields"] if len(chunks) else {}, ~self.parts)
+        self.postings = postings
 
     @classmethod
     def open(cls, path, embedder=None, embedder_options: dict | None = None, verify: bool | None = None) -> "ArtifactSet":
         """Open a set that `verify_set` accepts (the one check `validate` runs too); refuse one
         built with another embedder than `embedder` (default: the one it was built with).
-        A v2 set gets the cheap checks on open (verify_v2.py) unless `verify` is True (every byte);
-        None: every byte when the set is small."""
+        The set gets the cheap checks on open (verify_v2.py) unless `verify` is True (every byte);
+        None: every byte when the set is small. A schema 1 set is refused (SchemaOneRetired)."""
         verified = open_verified(path, embedder, embedder_options=embedder_options, full=verify)
-        if verified.opened is not None:
-            return cls(verified.path, verified.manifest, verified.chunks, verified.index, verified.lexical,
-                       verified.embedder, verified.opened.columns)
-        chunks = [Chunk.from_dict(c) for c in verified.chunks]
-        return cls(verified.path, verified.manifest, chunks, verified.index, verified.lexical, verified.embedder)
+        return cls(verified.path, verified.manifest, verified.chunks, verified.index, verified.lexical,
+                   verified.embedder, verified.opened.columns)
+
+    @classmethod
+    def of(cls, path, manifest: dict, chunks: list[Chunk], index, fields: dict[str, list[list[str]]],
+           embedder) -> "ArtifactSet":
+        """A set held in memory (benchmarks, tests): its chunks, a FAISS index of their vectors and each
+        field's token lists by row, as a build would write them."""
+        parts = Columns.from_chunks(chunks).parts
+        # Relevance's coverage is measured against the anchored boxes it was calibrated on.
+        return cls(path, manifest, ChunkRecords.of(chunks), index, from_token_lists(fields if chunks else {}, ~parts),
+                   embedder)
 
     @property
     def build_id(self) -> str:
@@ -70,9 +74,7 @@ class ArtifactSet:
         return self.chunks[row]
 
     def row_of(self, chunk_id: str) -> int | None:
-        if self._by_id is None:
-            return self.chunks.row_of(chunk_id)
-        return self._by_id.get(chunk_id)
+        return self.chunks.row_of(chunk_id)
 
     def concepts(self, type: str | None = None, category: str | None = None) -> list[Chunk]:
         """Every chunk of the type and category (display names accepted; UnknownFilterValue for a
@@ -88,7 +90,7 @@ class ArtifactSet:
 
     def url(self, row: int) -> str:
         """The row's link (its place) without decoding a v2 chunk."""
-        return self.chunks[row].url if self._by_id is not None else self.chunks.brief(row)[1]
+        return self.chunks.brief(row)[1]
 
     def locations(self, row: int) -> tuple[dict, ...]:
         """The other places that teach the row's concept (the same title on another page): id, url,
@@ -96,11 +98,7 @@ class ArtifactSet:
         return tuple(self._location(other) for other in self.columns.same_concept(row))
 
     def _location(self, row: int) -> dict:
-        if self._by_id is None:
-            chunk_id, url, material = self.chunks.brief(row)
-        else:
-            chunk = self.chunks[row]
-            chunk_id, url, material = chunk.id, chunk.url, chunk.material
+        chunk_id, url, material = self.chunks.brief(row)
         where = {"id": chunk_id, "url": url, "material": material}
         if self.site_url:
             where["absolute_url"] = self.absolute_url(url)

@@ -54,10 +54,8 @@ class Site:
 
     @property
     def default_index_dir(self) -> Path:
-        return self.index_dir(2)
-
-    def index_dir(self, schema: int) -> Path:
-        return self.output_root / "knowledge" / f"v{schema}"
+        """Where a build writes the artifact set (schema 2) and readers look for it."""
+        return self.output_root / "knowledge" / "v2"
 
 
 def open_site(path: Path, baseurl: str | None = None, exclude=(), data: bool = True) -> Site:

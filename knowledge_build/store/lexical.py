@@ -75,18 +75,19 @@ class Readings:
     """The artifacts' READING_FIELDS tokens of the chunks, read for the rows asked for: a few rows
     (an incremental publish) by one pass over each field's postings, many by inverting them whole."""
 
-    def __init__(self, postings=None, lists: dict[str, list[list[str]]] | None = None, size: int = 0):
-        self._postings, self._lists, self._size = postings, lists, size
+    def __init__(self, postings, size: int):
+        self._postings, self._size = postings, size
+        self._lists: dict[str, list[list[str]]] | None = None  # every row's tokens, once many rows are asked for
 
     def of(self, rows: list[int]) -> list[dict[str, list[str]]]:
         postings = self._postings
-        if self._lists is None and postings is not None and len(rows) > REBUILD_SHARE * max(1, self._size):
+        if self._lists is None and len(rows) > REBUILD_SHARE * max(1, self._size):
             self._lists = {name: postings.field_lists(name) if name in postings.fields else [[] for _ in
                                                                                            range(self._size)]
                            for name in READING_FIELDS}
         if self._lists is not None:
             return [{name: lists[row] for name, lists in self._lists.items()} for row in rows]
-        found = {name: postings.row_tokens(name, rows) if postings is not None and name in postings.fields else {}
+        found = {name: postings.row_tokens(name, rows) if name in postings.fields else {}
                  for name in READING_FIELDS}
         return [{name: found[name].get(row, []) for name in READING_FIELDS} for row in rows]
 

@@ -4,18 +4,17 @@ and reading tokens of the rows it writes, decoded only when asked.
 What is checked: every byte of a schema 2 set's content files against the manifest (the build
 verified their contents when it wrote them), and the rows about to be written in full (their fields,
 finite vectors); when a publish writes more than REBUILD_SHARE of the set, all of it as `validate`
-does. A schema 1 set is read and verified whole, as before.
+does. A schema 1 set is refused (SchemaOneRetired, by read_artifacts) before anything is written.
 """
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
 
-from ..index.verify import decode, read_artifacts
-from .lexical import READING_FIELDS, REBUILD_SHARE, TERMS_VERSION, Readings
+from ..index.verify import read_artifacts
+from .lexical import REBUILD_SHARE, TERMS_VERSION, Readings
 
 
 class Publishable:
@@ -32,10 +31,7 @@ class Publishable:
 
     @staticmethod
     def open(index_dir: Path) -> Publishable:
-        artifacts = read_artifacts(index_dir)
-        if artifacts.manifest["schema_version"] == 1:
-            return _WholeSet(Path(index_dir), artifacts)
-        return _MappedSet(Path(index_dir), artifacts.manifest)
+        return _MappedSet(Path(index_dir), read_artifacts(index_dir).manifest)
 
     def row_of(self, chunk_id: str) -> int | None:
         raise NotImplementedError
@@ -50,34 +46,8 @@ class Publishable:
         """Verify the rows a publish is about to write (all of the set when they are many)."""
 
 
-class _WholeSet(Publishable):
-    """A schema 1 set: one JSON file of chunks, decoded and verified whole."""
-
-    def __init__(self, path: Path, artifacts):
-        from ..index.rows import chunk_line
-        from ..model import Chunk
-
-        chunks, index, lexical = decode(artifacts, path)
-        fields = lexical["fields"]
-        readings = Readings(lists={name: fields.get(name) or [[] for _ in chunks] for name in READING_FIELDS})
-        salt = self.salt(artifacts.manifest)
-        super().__init__(path, artifacts.manifest,
-                         [hashlib.sha256(salt + chunk_line(Chunk.from_dict(c))).hexdigest() for c in chunks], readings)
-        self._chunks, self._rows = chunks, {c["id"]: row for row, c in enumerate(chunks)}
-        self._vectors = index.reconstruct_n(0, index.ntotal) if index.ntotal else np.zeros((0, index.d), np.float32)
-
-    def row_of(self, chunk_id: str) -> int | None:
-        return self._rows.get(chunk_id)
-
-    def chunk(self, row: int) -> dict:
-        return self._chunks[row]
-
-    def vectors(self, rows: list[int]) -> np.ndarray:
-        return self._vectors[rows]
-
-
 class _MappedSet(Publishable):
-    """A schema 2 set, memory-mapped: checksummed whole, rows decoded when asked."""
+    """The set, memory-mapped: checksummed whole, rows decoded when asked."""
 
     def __init__(self, path: Path, manifest: dict):
         from ..index.verify_v2 import check_checksums, open_set
@@ -91,7 +61,7 @@ class _MappedSet(Publishable):
             checked = pool.submit(check_checksums, path, manifest)
             digests = records.digests(self.salt(manifest))
             checked.result()
-        super().__init__(path, manifest, digests, Readings(self._opened.postings, size=len(records)))
+        super().__init__(path, manifest, digests, Readings(self._opened.postings, len(records)))
         self._checked = False
 
     def row_of(self, chunk_id: str) -> int | None:
