@@ -4,7 +4,7 @@ Every number here was chosen on the dev set (../shared/eval/dev_queries.jsonl ov
 docs/retrieval.md has the ablation behind each. The artifacts engine (search/) reads SearchSettings as it is;
 the database (store/) receives the same numbers rendered into its functions (store/lexical.py's sql_tokens);
 the search box (browser/) receives them in its bundle's entry point. Where an engine reads the text through
-fields of its own, its field weights are here too, each with why it differs (ENGINE_FIELDS).
+fields of its own, its field weights are here too, each with why it differs (DATABASE_* and BOX_* below).
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ FUSIONS = ("dbsf", "rrf")
 SECTION_WEIGHT = 0.7
 TABLE_WEIGHT = 0.9  # docs/retrieval.md: table_weight sweep with candidates per kind
 # A question, not a document: longer queries are refused (QueryTooLong) before any work is done, by every
-# engine (the database's functions and the box receive the number).
+# engine (the database's functions receive the number; the box's MAX_QUERY is held to it by a test).
 MAX_QUERY_CHARS = 2_000
-# The most rows one call of the database's hybrid RPC returns (migration 009 refuses more), and the most
-# results any search returns.
+# The most rows one call of the database's hybrid RPC returns (the functions refuse more).
 MAX_MATCH_COUNT = 200
 K1, B = 1.5, 0.75  # BM25 (Lucene), bm25s's defaults: every engine's lexical channel and relevance's coverage
 
