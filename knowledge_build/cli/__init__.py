@@ -126,6 +126,8 @@ def build(site, output, baseurl, embedder, embedding_model, embedding_dimensions
                    + (f", {len(pages['skipped'])} skipped ({skipped})" if pages["skipped"] else "") + ".")
         for entry in pages["skipped"] if verbose else ():
             click.echo(f"  skipped {entry['path']}: {entry['reason']}")
+        if pages.get("left_out"):
+            click.echo("Left out: " + "; ".join(f"{n} {why}" for why, n in pages["left_out"].items()) + ".")
     click.echo(f"{summary['chunks']} chunks from {summary['materials']} materials ({types}).")
     click.echo(f"Embedded {summary['embedded']} new or changed chunks; {summary['cached']} came from the cache.")
     click.echo(f"Wrote {summary['output']} (build {summary['build_id']}) in {summary['seconds']:.1f} s.")

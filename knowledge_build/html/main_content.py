@@ -8,6 +8,7 @@ many generators share (never from one site's names).
   (`.md-content`, Sphinx's `.body` in `.document`, `.document`, `#main-content`, `#content`,
   `.post-content`, `.entry-content`, `.page-content`, `.main-content`, `.content`) holding at least a
   third of the body's text, else the body (a Jekyll source page is a fragment: lxml wraps it in a body).
+- `in_main_area(el, main)`: inside the main content and in no chrome there: where a box may be.
 - `is_chrome(el)`: navigation and frame rather than content: `nav`, `header`, `footer`, `search`;
   roles navigation, banner, contentinfo, search, complementary, doc-toc, menubar; class or id tokens
   (split at spaces, `-` and `_`, so `toc` is not `stock`) naming sidebars, tables of contents,
@@ -26,8 +27,8 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-__all__ = ["breadcrumbs", "generator_meta", "is_chrome", "main_content", "meta_site_name", "page_language",
-           "site_name_suffix", "strip_site_name"]
+__all__ = ["breadcrumbs", "generator_meta", "in_main_area", "is_chrome", "main_content", "meta_site_name",
+           "page_language", "site_name_suffix", "strip_site_name"]
 
 CHROME_TAGS = frozenset({"nav", "header", "footer", "search"})
 CHROME_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "complementary", "doc-toc", "menubar"})
@@ -204,6 +205,20 @@ def _named_class_rank(classes: str | None) -> int:
     names = set(classes.split())
     return min((rank for rank, (kind, value, _) in enumerate(_NAMED) if kind == "class" and value in names),
                default=99)
+
+
+def in_main_area(el, main) -> bool:
+    """Whether `el` is content of the main area `main` (main_content's): `main` itself or inside it,
+    with no chrome between them (a sidebar or a pager inside `<main>`), as the section walk reads it
+    (blocks.py). The element's own names are not asked: a box's class is the site's choice."""
+    if el is main:
+        return True
+    for node in el.iterancestors():
+        if node is main:
+            return True
+        if is_chrome(node):
+            return False
+    return False
 
 
 def _in_chrome_structure(el) -> bool:

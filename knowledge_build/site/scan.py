@@ -17,7 +17,7 @@ import lxml.html
 
 from ..html.box_text import box_title, clean, descendants, display_title, node_text, strip_emoji
 from ..html.blocks import HEADINGS
-from ..html.main_content import breadcrumbs, page_language, strip_site_name
+from ..html.main_content import breadcrumbs, in_main_area, main_content, page_language, strip_site_name
 from ..kinds import BY_TYPE, KNOWLEDGE_ID, type_of_id
 from ..text.tex import readable
 from .front_matter import front_matter_from_source, split_front_matter
@@ -97,7 +97,9 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
     admonition, a definition list: `selected_boxes`). A box with a knowledge id is a knowledge element
     linked by its id; a box by class without one is reported (missing-id) and left to its section; a
     box by selector without one is a knowledge element linked to its section's heading. A knowledge
-    id on anything else (a heading's `id="rule-of-two"`) is an ordinary id."""
+    id on anything else (a heading's `id="rule-of-two"`) is an ordinary id. Whatever matched it, an
+    element outside the page's main content (main_content.in_main_area) is chrome, not a box: it is
+    counted in `page.left_out` and named in an info (box-outside-main)."""
     parser = _parser()
     try:
         root = _document(body, parser)
@@ -122,6 +124,7 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
     # anchored box by id (`sections: unanchored` then leaves its section out) or a box by selector,
     # whose section's own text stays a section chunk
     anchored: dict = {}
+    main, outside = None, []  # the main area (asked once a box is met); lines of boxes outside it
     for node in root.iter():
         if not isinstance(node.tag, str):
             continue
@@ -144,6 +147,11 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
             continue
         if kind and not boxes and _inside(node, anchored):
             continue  # a definition list inside a box is part of the box
+        if main is None:
+            main = main_content(root)
+        if not in_main_area(node, main):
+            outside.append(line)
+            continue
         if knowledge_id or (kind and not boxes):
             anchored[node] = knowledge_id
             element = (_element(page, node, node_id, line, boxes) if knowledge_id
@@ -159,11 +167,28 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
             page.elements.append(element)
         else:
             page.unanchored.append(UnanchoredBox(boxes[0], box_title(node), line, node_id or None))
+    if outside:
+        _report_outside(page, outside)
     if not stopped:
         _report_lost_boxes(page, body, offset, box_classes, box_lines, counted)
     if parts_of:
         boxes_key = repr((box_classes, box_selectors))
         page.parts = _parts(page, root, anchored, offset, body, source=parts_of == "source", boxes=boxes_key)
+
+
+OUTSIDE_MAIN = "boxes outside the main content (the site's navigation or toolbar)"
+
+
+def _report_outside(page: Page, lines: list[int]) -> None:
+    """Boxes matched outside the page's main area are chrome (a theme's version menu is a `<dl>`):
+    counted in the build's report of what was left out, and named in an info."""
+    page.left_out[OUTSIDE_MAIN] = page.left_out.get(OUTSIDE_MAIN, 0) + len(lines)
+    shown = ", ".join(map(str, lines[:5])) + (" …" if len(lines) > 5 else "")
+    page.diagnostics.append(page_diagnostic(
+        page, lines[0], 1, "info", "box-outside-main",
+        f"{len(lines)} element(s) matched as boxes lie outside the page's main content, in the site's "
+        f"navigation or frame (lines {shown}), so they are not indexed",
+        "move a box that is content into the page's main area (<main>, the article)"))
 
 
 _LIQUID = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
