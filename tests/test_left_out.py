@@ -101,3 +101,12 @@ def test_rows_of_icon_glyphs_are_no_chunks_and_the_build_counts_them(tmp_path, f
     assert not any(chr(0xE000) in c["content"] for c in chunks)
     assert summary["pages"]["left_out"] == {NO_WORDS: 12}
     assert f"Left out: 12 {NO_WORDS}." in fake_cli.invoke(main, ["build", "--site", str(root)]).output
+
+
+def test_the_sample_sites_boxes_are_all_still_found_and_nothing_is_left_out():
+    from knowledge_build import extract, load_config
+    from knowledge_build.kinds import PART_TYPES
+
+    extraction = extract(load_config(site=Path(__file__).parents[1] / "site", env={}))
+    assert sum(c.type not in PART_TYPES for c in extraction.chunks) == 121
+    assert "left_out" not in extraction.summary
