@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from knowledge_build import pipeline
 from knowledge_build.chunking.chunks import NO_WORDS
 from knowledge_build.cli import main
-from knowledge_build.site.scan import OUTSIDE_MAIN
+from knowledge_build.site.scan import OUTSIDE_MAIN, UNTITLED
 
 
 @pytest.fixture
@@ -110,3 +110,48 @@ def test_the_sample_sites_boxes_are_all_still_found_and_nothing_is_left_out():
     extraction = extract(load_config(site=Path(__file__).parents[1] / "site", env={}))
     assert sum(c.type not in PART_TYPES for c in extraction.chunks) == 121
     assert "left_out" not in extraction.summary
+
+
+# A small Sphinx project whose page includes a fragment file (no section title of its own), as manuals
+# share a common note: Sphinx also renders the fragment as a page, titled "<no title>".
+SPHINX_FILES = {
+    "conf.py": 'project = "Kumiki"\nlanguage = "ja"\n',
+    "index.rst": ("Kumiki の手引き\n===============\n\nKumiki は部品を組み合わせて作業を自動にする道具です。この手引きでその使い方を説明します。\n\n"
+                  ".. toctree::\n\n   guide\n"),
+    "guide.rst": ("使い方\n======\n\nインストールした後の最初の設定について説明します。設定ファイルは作業フォルダーに置きます。\n\n"
+                  ".. include:: snippets/common.rst\n\n設定の確認\n----------\n\n"
+                  "設定が正しいかどうかは確認コマンドで調べます。結果は画面に表示されます。\n"),
+    "snippets/common.rst": "共通の注意として、設定ファイルの文字コードは UTF-8 にしてください。ほかの文字コードでは読み込みに失敗します。\n",
+}
+
+
+@pytest.mark.generators
+def test_a_sphinx_page_rendered_from_an_included_fragment_is_skipped_with_its_reason(tmp_path, fake_cli):
+    import subprocess
+    import sys
+
+    from .generated_sites.fixtures import require
+
+    require("sphinx-html")
+    src = _write(tmp_path / "src", SPHINX_FILES)
+    subprocess.run([sys.executable, "-m", "sphinx", "-q", "-b", "html", str(src), str(src / "_build" / "html")],
+                   check=True, capture_output=True)
+    assert "&lt;no title&gt;" in (src / "_build" / "html" / "snippets" / "common.html").read_text(encoding="utf-8")
+    summary, chunks = _build(fake_cli, src / "_build" / "html", "--strict")
+    assert not any("no title" in c["title"] or "no title" in c.get("material_title", "") for c in chunks)
+    (fragment,) = [s for s in summary["pages"]["skipped"] if s["path"] == "snippets/common.html"]
+    assert fragment["reason"].startswith(f"{UNTITLED} (<no title>, no heading)")
+    assert any("文字コード" in c["content"] and c["material"] == "guide" for c in chunks)
+    result = fake_cli.invoke(main, ["build", "--site", str(src / "_build" / "html"), "-v"])
+    assert f"skipped snippets/common.html: {UNTITLED}" in result.output
+
+
+def test_a_page_titled_with_the_generators_placeholder_takes_its_first_heading(tmp_path, fake_cli):
+    page = ('<html lang="ja"><head><title>&lt;no title&gt; &#8212; Kumiki ドキュメント</title></head><body>'
+            '<div class="sphinxsidebar"><h1 class="logo">Kumiki</h1></div><div role="main">'
+            '<p class="rubric">前置き</p><h2 id="notes">共通の注意<a class="headerlink" href="#notes">¶</a></h2>'
+            '<p>設定ファイルの文字コードは UTF-8 にしてください。ほかの文字コードでは読み込みに失敗します。</p></div>'
+            '</body></html>')
+    root = _write(tmp_path / "out", {"index.html": page})
+    _, chunks = _build(fake_cli, root)
+    assert {c["material_title"] for c in chunks} == {"共通の注意"}

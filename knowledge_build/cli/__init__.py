@@ -93,7 +93,7 @@ def _log_to_stderr() -> None:
               help="Schema 2: exact search, inverted lists (approximate), or auto (IVF above exact_max_rows chunks). "
                    "Default: auto.")
 @click.option("--strict", is_flag=True, help="Fail when any page is skipped (a generator's own search, index "
-              "and 404 pages excepted). Without it the build fails only when most pages are skipped.")
+              "and 404 pages and the pages of included fragments excepted). Without it the build fails only when most pages are skipped.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-v", "--verbose", is_flag=True, help="Also print informational diagnostics and every skipped page.")
 @PROGRESS_OPTION

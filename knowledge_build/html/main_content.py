@@ -18,7 +18,9 @@ many generators share (never from one site's names).
   このページを編集 / Edit this page, Skip to content (and the like: NAV_LINK_TEXTS). An `<aside>` is chrome only by such a role or name (`<aside class="note">` is
   content).
 - `page_language`, `generator_meta`, `meta_site_name`, `breadcrumbs`: what the page says about itself.
-- `site_name_suffix`, `strip_site_name`: the site's name at the end of page titles.
+- `site_name_suffix`, `strip_site_name`: the site's name at the end of page titles;
+  `is_placeholder_title`: a title a generator writes for a page without one (Sphinx's `<no title>`);
+  `first_heading`: the first heading of the main content, the title such a page shows.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-__all__ = ["breadcrumbs", "generator_meta", "in_main_area", "is_chrome", "main_content", "meta_site_name",
+__all__ = ["breadcrumbs", "first_heading", "generator_meta", "in_main_area", "is_placeholder_title", "is_chrome", "main_content", "meta_site_name",
            "page_language", "site_name_suffix", "strip_site_name"]
 
 CHROME_TAGS = frozenset({"nav", "header", "footer", "search"})
@@ -416,3 +418,25 @@ def strip_site_name(title: str, site_name: str) -> str:
 
 def _names_documentation(tail: str, name: str) -> bool:
     return tail.startswith(name) and bool(_DOCUMENTATION.fullmatch(tail[len(name):]))
+
+
+# What a generator writes as the <title> of a page that has none: Sphinx renders a file without a
+# section title (a fragment written to be included) as a page titled "<no title>", in every language.
+PLACEHOLDER_TITLES = frozenset({"<no title>"})
+
+
+def is_placeholder_title(title: str) -> bool:
+    """Whether the page's <title>, the site's name after a separator aside, is a generator's placeholder."""
+    head = " ".join(title.split())
+    for separator in SEPARATORS:
+        head = head.partition(separator)[0]
+    return head.strip().lower() in PLACEHOLDER_TITLES
+
+
+def first_heading(main) -> str:
+    """The text of the first h1–h6 with words in `main` (a heading's own ¶ mark left out), or ""."""
+    for heading in main.iter(*_HEADINGS):
+        text = " ".join("".join(heading.itertext()).split()).strip("¶#§ ")
+        if text:
+            return text
+    return ""

@@ -17,7 +17,8 @@ import lxml.html
 
 from ..html.box_text import box_title, clean, descendants, display_title, node_text, strip_emoji
 from ..html.blocks import HEADINGS
-from ..html.main_content import breadcrumbs, in_main_area, main_content, page_language, strip_site_name
+from ..html.main_content import (breadcrumbs, first_heading, in_main_area, is_placeholder_title, main_content,
+                                 page_language, strip_site_name)
 from ..kinds import BY_TYPE, KNOWLEDGE_ID, type_of_id
 from ..text.tex import readable
 from .front_matter import front_matter_from_source, split_front_matter
@@ -99,7 +100,9 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
     box by selector without one is a knowledge element linked to its section's heading. A knowledge
     id on anything else (a heading's `id="rule-of-two"`) is an ordinary id. Whatever matched it, an
     element outside the page's main content (main_content.in_main_area) is chrome, not a box: it is
-    counted in `page.left_out` and named in an info (box-outside-main)."""
+    counted in `page.left_out` and named in an info (box-outside-main). A page whose <title> is the
+    generator's placeholder (Sphinx's `<no title>`) takes its first heading as title; without one it
+    is an included fragment, skipped with that reason (`page.skip_reason`)."""
     parser = _parser()
     try:
         root = _document(body, parser)
@@ -116,6 +119,14 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
     page.redirect = bool(_REFRESH(root))
     page.lang = page_language(root)
     page.breadcrumbs = breadcrumbs(root)
+    main = None  # the main area, asked once a box or an untitled page needs it
+    if not page.front_matter.get("title") and is_placeholder_title(page.title):
+        main = main_content(root)
+        heading = first_heading(main)
+        if not heading:
+            page.skip_reason = f"{UNTITLED} ({page.title}, no heading): {UNTITLED_WHY}"
+            return
+        page.title = heading
     selected = selected_boxes(root, box_selectors)
     seen: dict[str, int] = {}
     box_lines: list[int] = []
@@ -124,7 +135,7 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
     # anchored box by id (`sections: unanchored` then leaves its section out) or a box by selector,
     # whose section's own text stays a section chunk
     anchored: dict = {}
-    main, outside = None, []  # the main area (asked once a box is met); lines of boxes outside it
+    outside: list[int] = []  # lines of boxes outside the main area
     for node in root.iter():
         if not isinstance(node.tag, str):
             continue
@@ -176,6 +187,8 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
         page.parts = _parts(page, root, anchored, offset, body, source=parts_of == "source", boxes=boxes_key)
 
 
+UNTITLED = "no title of its own"
+UNTITLED_WHY = "a fragment the generator rendered from an include; its text is in the page that includes it"
 OUTSIDE_MAIN = "boxes outside the main content (the site's navigation or toolbar)"
 
 
