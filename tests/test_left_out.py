@@ -80,6 +80,9 @@ def test_the_info_names_the_lines_of_boxes_left_outside_the_main_content(tmp_pat
     result = fake_cli.invoke(main, ["check", "--site", str(root), "--format", "json"])
     (info,) = [d for d in json.loads(result.stdout)["diagnostics"] if d["rule"] == "box-outside-main"]
     assert info["line"] == 3 and "2 element(s)" in info["message"] and info["severity"] == "info"
+    assert json.loads(result.stdout)["summary"]["left_out"] == {OUTSIDE_MAIN: 2}
+    text = fake_cli.invoke(main, ["check", "--site", str(root)]).output
+    assert text.endswith(f"Left out: 2 {OUTSIDE_MAIN}.\n0 error(s), 0 warning(s).\n")
 
 
 def _glyph_table(rows: int) -> str:
