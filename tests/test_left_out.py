@@ -158,3 +158,13 @@ def test_a_page_titled_with_the_generators_placeholder_takes_its_first_heading(t
     root = _write(tmp_path / "out", {"index.html": page})
     _, chunks = _build(fake_cli, root)
     assert {c["material_title"] for c in chunks} == {"共通の注意"}
+
+
+def test_a_page_without_a_title_takes_the_first_heading_of_its_main_content_not_the_sidebars(tmp_path, fake_cli):
+    page = ('<html lang="ja"><head></head><body><div class="sphinxsidebar"><h1 class="logo">Kumiki</h1></div>'
+            '<div role="main"><h2 id="notes">共通の注意</h2>'
+            '<p>設定ファイルの文字コードは UTF-8 にしてください。ほかの文字コードでは読み込みに失敗します。</p></div>'
+            '</body></html>')
+    root = _write(tmp_path / "out", {"notes.html": page, "plain.html": page.replace('<h2 id="notes">共通の注意</h2>', "")})
+    _, chunks = _build(fake_cli, root)
+    assert {c["material"]: c["material_title"] for c in chunks} == {"notes": "共通の注意", "plain": "plain"}

@@ -100,9 +100,10 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
     box by selector without one is a knowledge element linked to its section's heading. A knowledge
     id on anything else (a heading's `id="rule-of-two"`) is an ordinary id. Whatever matched it, an
     element outside the page's main content (main_content.in_main_area) is chrome, not a box: it is
-    counted in `page.left_out` and named in an info (box-outside-main). A page whose <title> is the
-    generator's placeholder (Sphinx's `<no title>`) takes its first heading as title; without one it
-    is an included fragment, skipped with that reason (`page.skip_reason`)."""
+    counted in `page.left_out` and named in an info (box-outside-main). A page whose <title> is empty
+    or the generator's placeholder (Sphinx's `<no title>`) takes the first heading of its main content
+    as title (a sidebar's logo heading is not it); a placeholder-titled page without one is an included
+    fragment, skipped with that reason (`page.skip_reason`); an untitled one is named by its file."""
     parser = _parser()
     try:
         root = _document(body, parser)
@@ -111,22 +112,21 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
                                       f"the HTML cannot be parsed ({exc})", "fix the markup"))
         return
     stopped = _parser_messages(page, parser.error_log, offset)
-    if not page.front_matter.get("title"):
-        titles = root.xpath("//title//text()")
-        title = clean(" ".join(titles)) if titles else ""
-        page.title = strip_site_name(title, site_name) if title and site_name else \
-            title or clean(" ".join(root.xpath("(//h1)[1]//text()")))
     page.redirect = bool(_REFRESH(root))
     page.lang = page_language(root)
     page.breadcrumbs = breadcrumbs(root)
     main = None  # the main area, asked once a box or an untitled page needs it
-    if not page.front_matter.get("title") and is_placeholder_title(page.title):
-        main = main_content(root)
-        heading = first_heading(main)
-        if not heading:
-            page.skip_reason = f"{UNTITLED} ({page.title}, no heading): {UNTITLED_WHY}"
-            return
-        page.title = heading
+    if not page.front_matter.get("title"):
+        titles = root.xpath("//title//text()")
+        title = clean(" ".join(titles)) if titles else ""
+        page.title = strip_site_name(title, site_name) if title and site_name else title
+        if not page.title or is_placeholder_title(page.title):  # no title of its own: its first heading's
+            main = main_content(root)
+            heading = first_heading(main)
+            if not heading and page.title:
+                page.skip_reason = f"{UNTITLED} ({page.title}, no heading): {UNTITLED_WHY}"
+                return
+            page.title = heading
     selected = selected_boxes(root, box_selectors)
     seen: dict[str, int] = {}
     box_lines: list[int] = []
