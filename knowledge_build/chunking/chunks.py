@@ -30,6 +30,26 @@ EMBED_TEXT_VERSION = "1"
 class ChunkSet:
     chunks: list[Chunk] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    left_out: Counter = field(default_factory=Counter)  # why -> how many parts and boxes made no chunk
+
+
+NO_WORDS = "chunks without words (only symbols or private-use glyphs such as icon fonts)"
+_WORD = re.compile(r"[^\W_]")  # a letter or a digit of any script; private-use glyphs and symbols are neither
+
+
+def holds_words(text: str) -> bool:
+    """Whether a text has a letter or a digit: one of only symbols or icon-font glyphs (U+E000–U+F8FF)
+    answers no question, so it is no chunk."""
+    return _WORD.search(text) is not None
+
+
+def own_text(part) -> str:
+    """What a part says of its own: a table part's own rows (its caption, header and context rows are
+    other rows' too), a section's text."""
+    if part.kind != "table" or part.rows == (0, 0):
+        return part.text
+    lines = (part.core or part.text).split("\n")
+    return "\n".join(lines[-(part.rows[1] - part.rows[0] + 1):])
 
 
 def wanted_parts(parts: list, sections: str) -> list:

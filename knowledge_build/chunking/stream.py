@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 
 from ..site.jekyll import Site
 from ..site.page import Page
-from .chunks import ChunkSet, _chunk, _page_meta, labels_of, part_chunk, resolve_learns, wanted_parts
+from .chunks import NO_WORDS, ChunkSet, _chunk, _page_meta, holds_words, labels_of, own_text, part_chunk, \
+    resolve_learns, wanted_parts
 
 
 @dataclass
@@ -27,15 +28,21 @@ class ChunkMaker:
     _diagnostics: list = field(default_factory=list)
     _bold: Counter = field(default_factory=Counter)
     _heuristic: list = field(default_factory=list)  # (slim page, meta, element): chunks once labels are known
+    left_out: Counter = field(default_factory=Counter)  # why -> how many parts and boxes made no chunk
 
     def add(self, page: Page) -> None:
-        """Take the page's chunks (or what they need later); the page itself is not kept."""
+        """Take the page's chunks (or what they need later); the page itself is not kept. A part or box
+        without words (chunks.holds_words) is no chunk, only counted in `left_out`."""
         self._bold.update(term for element in page.elements for term in element.bold_terms)
-        parts = wanted_parts(page.parts, self.sections)
+        parts = [p for p in wanted_parts(page.parts, self.sections) if holds_words(own_text(p))]
+        elements = [e for e in page.elements if holds_words(e.text)]
+        wordless = len(wanted_parts(page.parts, self.sections)) - len(parts) + len(page.elements) - len(elements)
+        if wordless:
+            self.left_out[NO_WORDS] += wordless
         meta = _page_meta(self.site, page, self._diagnostics)
         slim = _slim(page)
         self._chunks += [part_chunk(self.site, slim, part, meta) for part in parts]
-        for element in page.elements:
+        for element in elements:
             _, source = resolve_learns(self.site, slim, element)
             if source == "heuristic":  # the only learns that depend on the labels
                 self._heuristic.append((slim, meta, element))
@@ -48,7 +55,7 @@ class ChunkMaker:
         self._chunks += [_chunk(self.site, page, element, meta, labels) for page, meta, element in self._heuristic]
         self._heuristic = []
         self._chunks.sort(key=lambda c: c.id)
-        return ChunkSet(self._chunks, self._diagnostics)
+        return ChunkSet(self._chunks, self._diagnostics, self.left_out)
 
 
 def _slim(page: Page) -> Page:

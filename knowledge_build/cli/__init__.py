@@ -93,7 +93,7 @@ def _log_to_stderr() -> None:
               help="Exact search, inverted lists (approximate), or auto (IVF above exact_max_rows chunks). "
                    "Default: auto.")
 @click.option("--strict", is_flag=True, help="Fail when any page is skipped (a generator's own search, index "
-              "and 404 pages excepted). Without it the build fails only when most pages are skipped.")
+              "and 404 pages and the pages of included fragments excepted). Without it the build fails only when most pages are skipped.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-v", "--verbose", is_flag=True, help="Also print informational diagnostics and every skipped page.")
 @PROGRESS_OPTION
@@ -126,6 +126,8 @@ def build(site, output, baseurl, embedder, embedding_model, embedding_dimensions
                    + (f", {len(pages['skipped'])} skipped ({skipped})" if pages["skipped"] else "") + ".")
         for entry in pages["skipped"] if verbose else ():
             click.echo(f"  skipped {entry['path']}: {entry['reason']}")
+        if pages.get("left_out"):
+            click.echo("Left out: " + "; ".join(f"{n} {why}" for why, n in pages["left_out"].items()) + ".")
     click.echo(f"{summary['chunks']} chunks from {summary['materials']} materials ({types}).")
     click.echo(f"Embedded {summary['embedded']} new or changed chunks; {summary['cached']} came from the cache.")
     click.echo(f"Wrote {summary['output']} (build {summary['build_id']}) in {summary['seconds']:.1f} s.")

@@ -32,6 +32,8 @@ def _report_diagnostics(diagnostics, fmt: str, strict: bool, summary: dict) -> N
             else:
                 click.echo(d.format(display_path(d.path)))
         if fmt == "text":
+            if summary.get("left_out"):
+                click.echo("Left out: " + "; ".join(f"{n} {why}" for why, n in summary["left_out"].items()) + ".")
             click.echo(f"{errors} error(s), {warnings} warning(s).")
     if errors or (strict and warnings):
         sys.exit(1)
@@ -52,7 +54,9 @@ def check(site, fmt, strict, sections):
     from ..checks.lint import check_site
 
     result = check_site(kb.load_config(site=site, sections=sections))
-    _report_diagnostics(result.diagnostics, fmt, strict, {"pages": result.pages})
+    left_out = result.extraction.summary.get("left_out") if result.extraction else None
+    _report_diagnostics(result.diagnostics, fmt, strict, {"pages": result.pages,
+                                                         **({"left_out": left_out} if left_out else {})})
 
 
 @click.command("suggest-ids")

@@ -8,6 +8,7 @@ many generators share (never from one site's names).
   (`.md-content`, Sphinx's `.body` in `.document`, `.document`, `#main-content`, `#content`,
   `.post-content`, `.entry-content`, `.page-content`, `.main-content`, `.content`) holding at least a
   third of the body's text, else the body (a Jekyll source page is a fragment: lxml wraps it in a body).
+- `in_main_area(el, main)`: inside the main content and in no chrome there: where a box may be.
 - `is_chrome(el)`: navigation and frame rather than content: `nav`, `header`, `footer`, `search`;
   roles navigation, banner, contentinfo, search, complementary, doc-toc, menubar; class or id tokens
   (split at spaces, `-` and `_`, so `toc` is not `stock`) naming sidebars, tables of contents,
@@ -17,7 +18,9 @@ many generators share (never from one site's names).
   このページを編集 / Edit this page, Skip to content (and the like: NAV_LINK_TEXTS). An `<aside>` is chrome only by such a role or name (`<aside class="note">` is
   content).
 - `page_language`, `generator_meta`, `meta_site_name`, `breadcrumbs`: what the page says about itself.
-- `site_name_suffix`, `strip_site_name`: the site's name at the end of page titles.
+- `site_name_suffix`, `strip_site_name`: the site's name at the end of page titles;
+  `is_placeholder_title`: a title a generator writes for a page without one (Sphinx's `<no title>`);
+  `first_heading`: the first heading of the main content, the title such a page shows.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-__all__ = ["breadcrumbs", "generator_meta", "is_chrome", "main_content", "meta_site_name", "page_language",
-           "site_name_suffix", "strip_site_name"]
+__all__ = ["breadcrumbs", "first_heading", "generator_meta", "in_main_area", "is_placeholder_title", "is_chrome", "main_content", "meta_site_name",
+           "page_language", "site_name_suffix", "strip_site_name"]
 
 CHROME_TAGS = frozenset({"nav", "header", "footer", "search"})
 CHROME_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "complementary", "doc-toc", "menubar"})
@@ -204,6 +207,20 @@ def _named_class_rank(classes: str | None) -> int:
     names = set(classes.split())
     return min((rank for rank, (kind, value, _) in enumerate(_NAMED) if kind == "class" and value in names),
                default=99)
+
+
+def in_main_area(el, main) -> bool:
+    """Whether `el` is content of the main area `main` (main_content's): `main` itself or inside it,
+    with no chrome between them (a sidebar or a pager inside `<main>`), as the section walk reads it
+    (blocks.py). The element's own names are not asked: a box's class is the site's choice."""
+    if el is main:
+        return True
+    for node in el.iterancestors():
+        if node is main:
+            return True
+        if is_chrome(node):
+            return False
+    return False
 
 
 def _in_chrome_structure(el) -> bool:
@@ -401,3 +418,25 @@ def strip_site_name(title: str, site_name: str) -> str:
 
 def _names_documentation(tail: str, name: str) -> bool:
     return tail.startswith(name) and bool(_DOCUMENTATION.fullmatch(tail[len(name):]))
+
+
+# What a generator writes as the <title> of a page that has none: Sphinx renders a file without a
+# section title (a fragment written to be included) as a page titled "<no title>", in every language.
+PLACEHOLDER_TITLES = frozenset({"<no title>"})
+
+
+def is_placeholder_title(title: str) -> bool:
+    """Whether the page's <title>, the site's name after a separator aside, is a generator's placeholder."""
+    head = " ".join(title.split())
+    for separator in SEPARATORS:
+        head = head.partition(separator)[0]
+    return head.strip().lower() in PLACEHOLDER_TITLES
+
+
+def first_heading(main) -> str:
+    """The text of the first h1–h6 with words in `main` (a heading's own ¶ mark left out), or ""."""
+    for heading in main.iter(*_HEADINGS):
+        text = " ".join("".join(heading.itertext()).split()).strip("¶#§ ")
+        if text:
+            return text
+    return ""

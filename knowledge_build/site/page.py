@@ -53,6 +53,8 @@ class Page:
     redirect: bool = False  # a <meta http-equiv="refresh"> stub that sends the reader elsewhere
     lang: str = ""  # <html lang>'s primary subtag ("ja", "en"), "" when the page does not say
     breadcrumbs: tuple[str, ...] = ()  # a built page's breadcrumb trail, the page itself left out
+    skip_reason: str = ""  # why the scan read nothing of the page although it could (an untitled fragment)
+    left_out: dict[str, int] = field(default_factory=dict)  # why -> how many: what was matched but not indexed
 
 
 def page_diagnostic(page, line, col, severity, rule, message, fix="") -> Diagnostic:

@@ -17,7 +17,8 @@ import lxml.html
 
 from ..html.box_text import box_title, clean, descendants, display_title, node_text, strip_emoji
 from ..html.blocks import HEADINGS
-from ..html.main_content import breadcrumbs, page_language, strip_site_name
+from ..html.main_content import (breadcrumbs, first_heading, in_main_area, is_placeholder_title, main_content,
+                                 page_language, strip_site_name)
 from ..kinds import BY_TYPE, KNOWLEDGE_ID, type_of_id
 from ..text.tex import readable
 from .front_matter import front_matter_from_source, split_front_matter
@@ -97,7 +98,12 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
     admonition, a definition list: `selected_boxes`). A box with a knowledge id is a knowledge element
     linked by its id; a box by class without one is reported (missing-id) and left to its section; a
     box by selector without one is a knowledge element linked to its section's heading. A knowledge
-    id on anything else (a heading's `id="rule-of-two"`) is an ordinary id."""
+    id on anything else (a heading's `id="rule-of-two"`) is an ordinary id. Whatever matched it, an
+    element outside the page's main content (main_content.in_main_area) is chrome, not a box: it is
+    counted in `page.left_out` and named in an info (box-outside-main). A page whose <title> is empty
+    or the generator's placeholder (Sphinx's `<no title>`) takes the first heading of its main content
+    as title (a sidebar's logo heading is not it); a placeholder-titled page without one is an included
+    fragment, skipped with that reason (`page.skip_reason`); an untitled one is named by its file."""
     parser = _parser()
     try:
         root = _document(body, parser)
@@ -106,14 +112,21 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
                                       f"the HTML cannot be parsed ({exc})", "fix the markup"))
         return
     stopped = _parser_messages(page, parser.error_log, offset)
-    if not page.front_matter.get("title"):
-        titles = root.xpath("//title//text()")
-        title = clean(" ".join(titles)) if titles else ""
-        page.title = strip_site_name(title, site_name) if title and site_name else \
-            title or clean(" ".join(root.xpath("(//h1)[1]//text()")))
     page.redirect = bool(_REFRESH(root))
     page.lang = page_language(root)
     page.breadcrumbs = breadcrumbs(root)
+    main = None  # the main area, asked once a box or an untitled page needs it
+    if not page.front_matter.get("title"):
+        titles = root.xpath("//title//text()")
+        title = clean(" ".join(titles)) if titles else ""
+        page.title = strip_site_name(title, site_name) if title and site_name else title
+        if not page.title or is_placeholder_title(page.title):  # no title of its own: its first heading's
+            main = main_content(root)
+            heading = first_heading(main)
+            if not heading and page.title:
+                page.skip_reason = f"{UNTITLED} ({page.title}, no heading): {UNTITLED_WHY}"
+                return
+            page.title = heading
     selected = selected_boxes(root, box_selectors)
     seen: dict[str, int] = {}
     box_lines: list[int] = []
@@ -122,6 +135,7 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
     # anchored box by id (`sections: unanchored` then leaves its section out) or a box by selector,
     # whose section's own text stays a section chunk
     anchored: dict = {}
+    outside: list[int] = []  # lines of boxes outside the main area
     for node in root.iter():
         if not isinstance(node.tag, str):
             continue
@@ -144,6 +158,11 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
             continue
         if kind and not boxes and _inside(node, anchored):
             continue  # a definition list inside a box is part of the box
+        if main is None:
+            main = main_content(root)
+        if not in_main_area(node, main):
+            outside.append(line)
+            continue
         if knowledge_id or (kind and not boxes):
             anchored[node] = knowledge_id
             element = (_element(page, node, node_id, line, boxes) if knowledge_id
@@ -159,11 +178,30 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
             page.elements.append(element)
         else:
             page.unanchored.append(UnanchoredBox(boxes[0], box_title(node), line, node_id or None))
+    if outside:
+        _report_outside(page, outside)
     if not stopped:
         _report_lost_boxes(page, body, offset, box_classes, box_lines, counted)
     if parts_of:
         boxes_key = repr((box_classes, box_selectors))
         page.parts = _parts(page, root, anchored, offset, body, source=parts_of == "source", boxes=boxes_key)
+
+
+UNTITLED = "no title of its own"
+UNTITLED_WHY = "a fragment the generator rendered from an include; its text is in the page that includes it"
+OUTSIDE_MAIN = "boxes outside the main content (the site's navigation or toolbar)"
+
+
+def _report_outside(page: Page, lines: list[int]) -> None:
+    """Boxes matched outside the page's main area are chrome (a theme's version menu is a `<dl>`):
+    counted in the build's report of what was left out, and named in an info."""
+    page.left_out[OUTSIDE_MAIN] = page.left_out.get(OUTSIDE_MAIN, 0) + len(lines)
+    shown = ", ".join(map(str, lines[:5])) + (" …" if len(lines) > 5 else "")
+    page.diagnostics.append(page_diagnostic(
+        page, lines[0], 1, "info", "box-outside-main",
+        f"{len(lines)} element(s) matched as boxes lie outside the page's main content, in the site's "
+        f"navigation or frame (lines {shown}), so they are not indexed",
+        "move a box that is content into the page's main area (<main>, the article)"))
 
 
 _LIQUID = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
