@@ -72,6 +72,22 @@ def test_a_project_folder_is_read_through_its_built_output_and_says_so(tmp_path,
     assert "built output" in found.note
 
 
+@pytest.mark.parametrize("files, marks", [
+    ({"conf.py": "project = 'x'\n", "index.rst": "x\n=\n"}, ("objects.inv",)),
+    ({"conf.py": "project = 'x'\n", "index.rst": "x\n=\n"}, (".buildinfo",)),
+    ({"conf.py": "project = 'x'\n", "index.rst": "x\n=\n"}, ("_static/basic.css", "searchindex.js")),
+    ({"mkdocs.yml": "site_name: x\n", "docs/index.md": "# x\n"}, ("sitemap.xml", "search/search_index.json")),
+    ({"hugo.toml": 'title = "x"\n', "content/_index.md": "# x\n"}, ("index.xml", "sitemap.xml")),
+])
+def test_an_output_in_a_folder_of_its_owners_choosing_is_known_by_the_generators_marks(tmp_path, files, marks):
+    """A hand-made output under `out/` (no generator meta): the marks alone make it the project's output."""
+    root = _write(tmp_path / "s", {**files, "out/index.html": PAGE, **{f"out/{m}": "" for m in marks}})
+    assert detect(root).pages_root == root / "out"
+    (root / "out" / marks[-1]).unlink()  # one mark short of a group: a folder of pages like any other
+    with pytest.raises(SiteNeedsBuild):
+        detect(root)
+
+
 @pytest.mark.parametrize("files, command, pages", [
     ({"hugo.toml": 'title = "x"\n', "content/a.md": "# x\n"}, "`hugo`", "1 Markdown page"),
     ({"mkdocs.yml": "site_name: x\n", "docs/a.md": "# x\n"}, "`mkdocs build`", "1 Markdown page"),
