@@ -24,7 +24,7 @@ _SKIPPED = {"node_modules", "vendor", ".git", ".bundle", ".knowledge-cache", "__
 
 # Each generator's marks: any one group of paths, all present in a folder, marks it as that generator's output.
 MARKS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "sphinx": (("objects.inv",), (".buildinfo",), ("_static", "genindex.html"), ("_static", "searchindex.js")),
+    "sphinx": (("objects.inv",), (".buildinfo",), ("_static", "searchindex.js")),
     "mkdocs": (("sitemap.xml", "search/search_index.json"),),
     "hugo": (("index.xml", "sitemap.xml"),),
     "jekyll": (),
