@@ -1,9 +1,10 @@
 """Where a source project's built output is, and what its sources are when there is none.
 
 The output is the folder the generator's configuration names (Jekyll's `destination`, Hugo's
-`publishDir`, MkDocs' `site_dir`) when it holds pages, and any folder beside the project (or one or
-two levels under it) that carries the generator's marks: files only its build writes (Sphinx's
-`objects.inv`, `.buildinfo`, `_static/`; MkDocs' `sitemap.xml` with `search/search_index.json`; Hugo's
+`publishDir`, MkDocs' `site_dir`; Sphinx's conventional `_build/html` ...) when it holds pages, and
+any folder one or two levels under the project (for Sphinx also in `../build` and `../_build`) that
+carries the generator's marks: files only its build writes (Sphinx's `objects.inv`, `.buildinfo`,
+`_static/` with `searchindex.js`; MkDocs' `sitemap.xml` with `search/search_index.json`; Hugo's
 `index.xml` with `sitemap.xml`), or a home page whose `<meta name="generator">` names it. So
 `sphinx-build -b html . html`, `mkdocs build -d public` and `hugo -d dist` are found as their owners
 ran them. Several outputs: the newest is read and the note names the others and the flag that chooses.
