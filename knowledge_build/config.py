@@ -63,7 +63,8 @@ class Config:
     search_box: bool = True  # v2: write the browser search bundle (knowledge-search.*) into the set
     exact_max_rows: int = 50_000
     store: str | None = None  # the writable store (notes, web sources): a SQLite file or a postgresql:// URL
-    max_pages: int = 50  # sources crawl: pages fetched from one index page at most
+    max_pages: int = 500  # sources crawl: pages fetched in one crawl at most (the index page not counted)
+    crawl_depth: int = 3  # sources crawl: links followed from the index page (1: only the pages it links to)
     crawl_delay: float = 1.0  # seconds between requests to one host (robots.txt Crawl-delay wins when larger)
     crawl_timeout: float = 30.0  # seconds per request of the crawler
     crawl_concurrency: int = 4  # requests of the crawler in flight at most
@@ -89,7 +90,8 @@ def _default_cache_dir() -> Path:
 _FIELDS = {f.name for f in fields(Config)} - {"sources"}
 # Every setting has its environment variable: KB_ and the setting's name in capitals (KB_CACHE_DIR).
 _ENV = {f"KB_{name.upper()}": name for name in sorted(_FIELDS)}
-_COUNTS = ("max_pages", "crawl_concurrency", "progress_interval", "retrieval_count", "exact_max_rows")  # integers >= 1
+_COUNTS = ("max_pages", "crawl_depth", "crawl_concurrency", "progress_interval", "retrieval_count",
+           "exact_max_rows")  # integers >= 1
 _FLAGS = ("respect_robots_txt", "rag_enabled", "show_sources", "search_box")
 _FRACTIONS = ("relevance_threshold", "similarity_threshold")  # 0..1
 DEBUG_LOG_LEVELS = ("off", "info", "debug")

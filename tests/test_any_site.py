@@ -72,15 +72,31 @@ def test_a_project_folder_is_read_through_its_built_output_and_says_so(tmp_path,
     assert "built output" in found.note
 
 
-@pytest.mark.parametrize("files, command", [
-    ({"hugo.toml": 'title = "x"\n', "content/a.md": "# x\n"}, "`hugo`"),
-    ({"mkdocs.yml": "site_name: x\n", "docs/a.md": "# x\n"}, "`mkdocs build`"),
-    ({"conf.py": "project = 'x'\n", "index.rst": "x\n=\n"}, "`sphinx-build"),
-    ({"_config.yml": "title: x\n", "docs/a.md": "---\ntitle: A\n---\n# A\n"}, "`jekyll build"),
+@pytest.mark.parametrize("files, marks", [
+    ({"conf.py": "project = 'x'\n", "index.rst": "x\n=\n"}, ("objects.inv",)),
+    ({"conf.py": "project = 'x'\n", "index.rst": "x\n=\n"}, (".buildinfo",)),
+    ({"conf.py": "project = 'x'\n", "index.rst": "x\n=\n"}, ("_static/basic.css", "searchindex.js")),
+    ({"mkdocs.yml": "site_name: x\n", "docs/index.md": "# x\n"}, ("sitemap.xml", "search/search_index.json")),
+    ({"hugo.toml": 'title = "x"\n', "content/_index.md": "# x\n"}, ("index.xml", "sitemap.xml")),
 ])
-def test_a_source_folder_without_output_names_the_command_that_builds_it(tmp_path, files, command):
+def test_an_output_in_a_folder_of_its_owners_choosing_is_known_by_the_generators_marks(tmp_path, files, marks):
+    """A hand-made output under `out/` (no generator meta): the marks alone make it the project's output."""
+    root = _write(tmp_path / "s", {**files, "out/index.html": PAGE, **{f"out/{m}": "" for m in marks}})
+    assert detect(root).pages_root == root / "out"
+    (root / "out" / marks[-1]).unlink()  # one mark short of a group: a folder of pages like any other
+    with pytest.raises(SiteNeedsBuild):
+        detect(root)
+
+
+@pytest.mark.parametrize("files, command, pages", [
+    ({"hugo.toml": 'title = "x"\n', "content/a.md": "# x\n"}, "`hugo`", "1 Markdown page"),
+    ({"mkdocs.yml": "site_name: x\n", "docs/a.md": "# x\n"}, "`mkdocs build`", "1 Markdown page"),
+    ({"conf.py": "project = 'x'\n", "index.rst": "x\n=\n"}, "`sphinx-build", "1 reStructuredText page"),
+    ({"_config.yml": "title: x\n", "docs/a.md": "---\ntitle: A\n---\n# A\n"}, "`jekyll build", "1 Markdown page"),
+])
+def test_a_source_folder_without_output_names_the_command_that_builds_it(tmp_path, files, command, pages):
     root = _write(tmp_path / "s", files)
-    with pytest.raises(SiteNeedsBuild, match="Markdown page") as caught:
+    with pytest.raises(SiteNeedsBuild, match=pages) as caught:
         detect(root)
     assert command in str(caught.value)
     result = _run("build", "--site", root)

@@ -443,3 +443,16 @@ def test_a_bot_token_slack_refuses_is_one_clear_error(tmp_path):
             slack_app.create_app(_config(tmp_path), client=client, signing_secret=SECRET)
     finally:
         api.close()
+
+
+@pytest.mark.parametrize("depth, stored", [(None, 2), (1, 1)])
+def test_rag_crawl_follows_links_to_the_crawl_depth_setting(tmp_path, web, slack, store, depth, stored):
+    site = web({"/": Route("<html><body><a href='/a.html'>a</a></body></html>"),
+                "/a.html": Route(_page("ページA", "本文A").replace("</main>", "<a href='/b.html'>b</a></main>")),
+                "/b.html": Route(_page("ページB", "本文B"))})
+    app = slack(_config(tmp_path, site, crawl_depth=depth), store=store)
+
+    app.mention(f"rag crawl {site.url('/')}")
+    app.api.wait_for_text(lambda t: t.startswith("└─ 完了"))
+    assert store.status()["sources"] == stored
+    assert ("/b.html" in site.paths()) == (stored == 2)

@@ -11,7 +11,8 @@ from knowledge_build.errors import ConfigError
 
 def test_crawl_settings_have_the_documented_defaults():
     config = load_config(env={})
-    assert (config.max_pages, config.crawl_delay, config.crawl_timeout, config.crawl_concurrency) == (50, 1.0, 30.0, 4)
+    assert (config.max_pages, config.crawl_depth, config.crawl_delay, config.crawl_timeout,
+            config.crawl_concurrency) == (500, 3, 1.0, 30.0, 4)
     assert config.respect_robots_txt is True and config.robots_ttl == 3600.0 and config.progress_interval == 5
     assert config.allow_hosts == () and config.debug_log == "off"
 

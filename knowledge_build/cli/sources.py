@@ -79,7 +79,10 @@ def _embedder(config):
 @sources.command("crawl")
 @click.argument("url")
 @click.argument("pattern", required=False)
-@click.option("--max-pages", type=click.IntRange(1), help="Pages to fetch at most (setting max_pages, default 50).")
+@click.option("--max-pages", type=click.IntRange(1), help="Pages to fetch at most (setting max_pages, default 500).")
+@click.option("--depth", "crawl_depth", type=click.IntRange(1),
+              help="Links to follow from the index page: 1 takes only the pages it links to (setting "
+                   "crawl_depth, default 3).")
 @click.option("--progress-interval", type=click.IntRange(1),
               help="A progress line every N pages (setting progress_interval, default 5).")
 @_crawl_options
@@ -88,15 +91,16 @@ def _embedder(config):
 @SITE_OPTION
 @_FORMAT
 @fail_on_library_errors
-def crawl(url, pattern, max_pages, progress_interval, store, index_dir, site, fmt, **crawl_flags):
-    """Fetch every page the index page URL links to (same site, one level deep; PATTERN: a regular
-    expression the page URLs must match) and store their sections and tables."""
+def crawl(url, pattern, max_pages, crawl_depth, progress_interval, store, index_dir, site, fmt, **crawl_flags):
+    """Fetch the pages reached from the index page URL, breadth-first (same site, up to --depth links
+    away, at most --max-pages; PATTERN: a regular expression the page URLs must match) and store their
+    sections and tables."""
     import asyncio
 
     from ..web.ingest import crawl_into, crawler_settings
 
-    config = _config(max_pages=max_pages, progress_interval=progress_interval, store=store, index=index_dir,
-                     site=site, **crawl_flags)
+    config = _config(max_pages=max_pages, crawl_depth=crawl_depth, progress_interval=progress_interval, store=store,
+                     index=index_dir, site=site, **crawl_flags)
     target = _open_store(config)
     interval = config.progress_interval
     click.echo(f"Crawl started: {url} (collecting links)", err=True)
@@ -115,6 +119,8 @@ def crawl(url, pattern, max_pages, progress_interval, store, index_dir, site, fm
         for error in report.errors:
             click.echo(f"  error: {error['url']}: {error['reason']}", err=True)
         click.echo(f"Done: {report.pages} pages / {report.chunks} chunks / errors: {len(report.errors)}")
+        for limit in report.stopped:
+            click.echo(f"Stopped: {limit}")
     if not report.pages and report.errors:
         sys.exit(1)
 

@@ -20,16 +20,18 @@ def register_source_tools(server, sources, settings, ok, error) -> None:
     from ..web.urls import normalise_url
 
     @server.tool()
-    async def crawl_site(url: str, pattern: str | None = None, max_pages: int | None = None):
-        """Fetch every page an index page links to (same site, one level deep; pattern: a regular
-        expression page URLs must match; max_pages: at most this many, default the server's) and
-        store their sections and tables as web sources. Returns pages, chunks, errors (url, reason)
-        and skipped links."""
+    async def crawl_site(url: str, pattern: str | None = None, max_pages: int | None = None,
+                         depth: int | None = None):
+        """Fetch the pages reached from an index page, breadth-first (same site; pattern: a regular
+        expression page URLs must match; depth: links followed from the index page, 1 = only the pages
+        it links to; max_pages: at most this many; both default to the server's settings) and store
+        their sections and tables as web sources. Returns pages, chunks, errors (url, reason), skipped
+        links and the limits that stopped the crawl."""
         if not url or not url.strip():
             return error("url is required")
-        limit = settings if max_pages is None else _with_max_pages(settings, max_pages)
-        if limit is None:
-            return error("max_pages must be 1 or more")
+        limit = _with_limits(settings, max_pages, depth)
+        if isinstance(limit, str):
+            return error(limit)
         try:
             report = await crawl_into(sources, limit, url.strip(), pattern or None)
         except kb.KnowledgeBuildError as exc:  # a refused URL or pattern: the reason is the client's answer
@@ -65,10 +67,15 @@ def register_source_tools(server, sources, settings, ok, error) -> None:
         return ok({"deleted": url.strip(), "chunks": deleted})
 
 
-def _with_max_pages(settings, max_pages: int):
+def _with_limits(settings, max_pages: int | None, depth: int | None):
+    """The settings with the call's limits, or the message refusing one."""
     from dataclasses import replace
 
-    return replace(settings, max_pages=max_pages) if max_pages >= 1 else None
+    for name, value in (("max_pages", max_pages), ("depth", depth)):
+        if value is not None and value < 1:
+            return f"{name} must be 1 or more"
+    given = {k: v for k, v in (("max_pages", max_pages), ("depth", depth)) if v is not None}
+    return replace(settings, **given) if given else settings
 
 
 def mixed(site_results: list[dict], web_results: list[dict], k: int) -> list[dict]:

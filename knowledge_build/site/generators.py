@@ -3,8 +3,9 @@
 A folder is one of: a Jekyll source (`_config.yml`), a Hugo source (`hugo.toml`, `config.toml` … beside
 `content/`), an MkDocs project (`mkdocs.yml`), a Sphinx project (`conf.py`), or built HTML (Jekyll's
 `_site`, Hugo's `public/`, MkDocs' `site/`, Sphinx's `_build/html` or `_build/dirhtml`, or a plain
-folder of pages). A source folder whose pages are Markdown is read through its built output beside it
-(`Detected.note` says so); with no output, `SiteNeedsBuild` names the command that builds it. A Jekyll
+folder of pages). A source folder whose pages are Markdown (or reStructuredText) is read through its built output
+beside it, found where the generator's configuration or layout puts it (outputs.py; `Detected.note`
+says so); with no output, `SiteNeedsBuild` names the command that builds it and the page format seen. A Jekyll
 source of HTML pages with front matter (the reference layout) is read as it is.
 
 Each generator's configuration gives what it knows of the site: name, description, language and the
@@ -23,6 +24,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from ..errors import KnowledgeBuildError
+from .outputs import choice_note, describe_sources, find_outputs, generator_of_home
 
 # Config file names that mark a source folder, per generator (first found wins).
 HUGO_CONFIGS = ("hugo.toml", "hugo.yaml", "hugo.yml", "hugo.json", "config.toml", "config.yaml", "config.yml",
@@ -35,13 +37,16 @@ BUILD_COMMANDS = {
     "mkdocs": "mkdocs build",
     "sphinx": "sphinx-build -b html . _build/html (or make html)",
 }
+# Where Sphinx's Makefile and sphinx-quickstart put the output (read even without Sphinx's marks).
+SPHINX_OUTPUTS = ("_build/html", "_build/dirhtml", "../build/html", "../build/dirhtml", "build/html", "build/dirhtml")
 _SKIPPED_WALK = {"node_modules", "vendor", ".git", ".bundle", ".knowledge-cache"}
 
 
 class SiteNeedsBuild(KnowledgeBuildError):
-    def __init__(self, generator: str, root: Path, pages: int, example: str):
+    def __init__(self, generator: str, root: Path, pages: list[str], example: str):
+        counted, first = describe_sources(pages)
         super().__init__(
-            f"'{root}' is a {generator} source folder with {pages} Markdown page(s) (e.g. {example}), which "
+            f"'{root}' is a {generator} source folder with {counted} (e.g. {first or example}), which "
             f"{generator} turns into HTML, and no built output was found beside it. Fix: run "
             f"`{BUILD_COMMANDS[generator]}` in '{root}', then build again (or pass --site <the output folder>).")
 
@@ -85,12 +90,12 @@ def _jekyll_source(root: Path) -> Detected:
     markdown = _markdown_pages(root, front_matter_only=True, skip_underscored=True)
     if not markdown:
         return Detected("jekyll", root, "source", root)
-    output = _jekyll_destination(root)
-    if _has_html(output):
-        return Detected("jekyll", output, "built", root,
-                        f"{len(markdown)} Markdown page(s) in the Jekyll source: reading the built site "
-                        f"'{output}' (run `jekyll build` after changing the sources)")
-    raise SiteNeedsBuild("jekyll", root, len(markdown), markdown[0])
+    outputs = find_outputs("jekyll", root, (_jekyll_destination(root),))
+    if outputs:
+        note = (f"{len(markdown)} Markdown page(s) in the Jekyll source: reading the built site "
+                f"'{outputs[0]}' (run `jekyll build` after changing the sources)")
+        return Detected("jekyll", outputs[0], "built", root, choice_note(note, outputs))
+    raise SiteNeedsBuild("jekyll", root, markdown, markdown[0])
 
 
 def _jekyll_destination(root: Path) -> Path:
@@ -102,12 +107,21 @@ def _jekyll_destination(root: Path) -> Path:
     return (root / str(destination or "_site")).resolve()
 
 
+def _hugo_config(root: Path) -> Path | None:
+    """Hugo's configuration file: at the project's top, else in its configuration folder
+    (`config/_default/`)."""
+    for folder in (root, root / "config" / "_default"):
+        found = next((folder / n for n in HUGO_CONFIGS if (folder / n).is_file()), None)
+        if found is not None:
+            return found
+    return None
+
+
 def _hugo_source(root: Path) -> Detected | None:
-    config = next((root / n for n in HUGO_CONFIGS if (root / n).is_file()), None)
+    config = _hugo_config(root)
     if config is None or not (root / "content").is_dir():
         return None
-    data = _read_config(config)
-    output = (root / str(data.get("publishDir") or data.get("publishdir") or "public")).resolve()
+    output = (root / str(_key(_read_config(config), "publishDir") or "public")).resolve()
     return _source_output("hugo", root, output, root / "content")
 
 
@@ -121,24 +135,34 @@ def _mkdocs_source(root: Path) -> Detected | None:
 
 
 def _sphinx_source(root: Path) -> Detected | None:
+    """Sphinx has no configured output folder: it is wherever `sphinx-build` was told to write, found by
+    its marks beside conf.py (`html/`, `_build/html`, `build/html` …) or in `../build` and `../_build`
+    (sphinx-quickstart's separate source and build folders)."""
     if not (root / "conf.py").is_file():
         return None
-    for candidate in ("_build/html", "_build/dirhtml", "../build/html", "../build/dirhtml", "build/html",
-                      "build/dirhtml"):
-        output = (root / candidate).resolve()
-        if _has_html(output):
-            return Detected("sphinx", output, "built", root, f"Sphinx project: reading its built output '{output}'")
-    sources = _markdown_pages(root, suffixes=(".rst", *MARKDOWN_SUFFIXES))
-    raise SiteNeedsBuild("sphinx", root, len(sources), sources[0] if sources else "index.rst")
+    extra = tuple(root.parent / name for name in ("build", "_build") if (root.parent / name).is_dir())
+    conventional = tuple(root / folder for folder in SPHINX_OUTPUTS)
+    outputs = find_outputs("sphinx", root, conventional, extra)
+    if outputs:
+        return Detected("sphinx", outputs[0], "built", root,
+                        choice_note(f"Sphinx project: reading its built output '{outputs[0]}'", outputs))
+    sources = _markdown_pages(root, suffixes=(".rst", ".txt", *MARKDOWN_SUFFIXES), skip_underscored=True)
+    raise SiteNeedsBuild("sphinx", root, sources, "index.rst")
 
 
 def _source_output(generator: str, root: Path, output: Path, content: Path) -> Detected:
-    if _has_html(output):
-        return Detected(generator, output, "built", root,
-                        f"{generator} project: reading its built output '{output}' "
-                        f"(run `{BUILD_COMMANDS[generator]}` after changing the sources)")
+    outputs = find_outputs(generator, root, (output,))
+    if outputs:
+        lead = (f"{generator} project: reading its built output '{outputs[0]}' "
+                f"(run `{BUILD_COMMANDS[generator]}` after changing the sources)")
+        return Detected(generator, outputs[0], "built", root, choice_note(lead, outputs))
     pages = _markdown_pages(content) if content.is_dir() else []
-    raise SiteNeedsBuild(generator, root, len(pages), pages[0] if pages else str(content))
+    raise SiteNeedsBuild(generator, root, pages, str(content))
+
+
+def _key(data: dict, name: str):
+    """`data[name]`, its keys compared without case (Hugo's configuration keys are case-insensitive)."""
+    return next((value for key, value in data.items() if isinstance(key, str) and key.lower() == name.lower()), None)
 
 
 def _built(root: Path) -> Detected:
@@ -148,36 +172,14 @@ def _built(root: Path) -> Detected:
         return Detected("jekyll", root, "built", parent)
     if any((parent / n).is_file() for n in MKDOCS_CONFIGS):
         return Detected("mkdocs", root, "built", parent)
-    if any((parent / n).is_file() for n in HUGO_CONFIGS) and (parent / "content").is_dir():
+    if _hugo_config(parent) is not None and (parent / "content").is_dir():
         return Detected("hugo", root, "built", parent)
     for sphinx in (parent, parent.parent, parent.parent / "source"):
         if (sphinx / "conf.py").is_file():
             return Detected("sphinx", root, "built", sphinx)
     if (root / "objects.inv").is_file() or (root / "_static" / "documentation_options.js").is_file():
         return Detected("sphinx", root, "built", None)
-    return Detected(_generator_of_home(root), root, "built", None)
-
-
-_GENERATOR_META = re.compile(rb"""<meta\s[^>]*name\s*=\s*["']?generator["']?[^>]*>""", re.IGNORECASE)
-_CONTENT = re.compile(rb"""content\s*=\s*["']([^"']*)["']""", re.IGNORECASE)
-
-
-def _generator_of_home(root: Path) -> str:
-    """The generator named by the home page's `<meta name="generator">` (Hugo, MkDocs, Jekyll's SEO
-    tag, Docutils for Sphinx), else "plain"."""
-    try:
-        with open(root / "index.html", "rb") as file:
-            head = file.read(65536)
-    except OSError:
-        return "plain"
-    for tag in _GENERATOR_META.findall(head):
-        content = _CONTENT.search(tag)
-        value = content.group(1).decode("utf-8", "replace").lower() if content else ""
-        for name, marker in (("hugo", "hugo"), ("mkdocs", "mkdocs"), ("jekyll", "jekyll"), ("sphinx", "docutils"),
-                             ("sphinx", "sphinx")):
-            if marker in value:
-                return name
-    return "plain"
+    return Detected(generator_of_home(root), root, "built", None)
 
 
 def site_facts(detected: Detected) -> SiteFacts:
@@ -187,7 +189,7 @@ def site_facts(detected: Detected) -> SiteFacts:
     if root is None or detected.generator == "jekyll":
         return SiteFacts()
     if detected.generator == "hugo":
-        config = next((root / n for n in HUGO_CONFIGS if (root / n).is_file()), None)
+        config = _hugo_config(root)
         data = _read_config(config) if config else {}
         params = data.get("params") if isinstance(data.get("params"), dict) else {}
         base = data.get("baseURL") or data.get("baseurl")
@@ -261,16 +263,6 @@ def _read_config(path: Path) -> dict:
     except (ValueError, yaml.YAMLError):  # tomllib.TOMLDecodeError and json's errors are ValueErrors
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def _has_html(folder: Path) -> bool:
-    if not folder.is_dir():
-        return False
-    for _, dirs, files in os.walk(folder):
-        if any(name.endswith(".html") for name in files):
-            return True
-        dirs[:] = [d for d in dirs if d not in _SKIPPED_WALK]
-    return False
 
 
 def _markdown_pages(root: Path, suffixes=MARKDOWN_SUFFIXES, front_matter_only: bool = False,

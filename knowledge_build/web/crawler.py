@@ -1,4 +1,5 @@
-"""Fetching pages of other sites politely and safely: one page, or the pages an index page links to.
+"""Fetching pages of other sites politely and safely: one page, or the pages reached from an index
+page breadth-first, within the site and a pattern, to a depth and a page limit (web/frontier.py).
 
 Every request goes through `Crawler._fetch`: the URL is validated (urls.validate_url: no private
 address unless allow-listed), robots.txt is asked (robots.RobotsCache), the request waits for its turn
@@ -26,6 +27,7 @@ from urllib.parse import urljoin, urlsplit
 
 from ..errors import KnowledgeBuildError
 from .chunk import FetchedPage
+from .frontier import Frontier
 from .robots import RobotsCache
 from .urls import UrlRefused, checked_transport, host_key, normalise_url, validate_url
 
@@ -68,7 +70,8 @@ class PatternInvalid(KnowledgeBuildError):
 @dataclass(frozen=True)
 class CrawlSettings:
     timeout: float = 30.0  # seconds for one whole request (connect, headers, body)
-    max_pages: int = 50  # pages taken from an index page
+    max_pages: int = 500  # pages taken in one crawl (the index page not counted)
+    depth: int = 3  # links followed from the index page: 1 takes only the pages it links to
     delay: float = 1.0  # seconds between the starts of two requests to one host
     concurrency: int = 4  # requests in flight, all hosts together
     respect_robots_txt: bool = True
@@ -91,6 +94,8 @@ class CrawlReport:
     errors: list[PageError] = field(default_factory=list)  # linked pages that could not be fetched
     skipped: list[PageError] = field(default_factory=list)  # links not followed, with why
     index: FetchedPage | None = None  # the index page itself (its title helps find the site's name)
+    followed: dict[str, int] = field(default_factory=dict)  # page URL -> links taken from it
+    stopped: list[str] = field(default_factory=list)  # the limits that left links out ("max_pages (5) reached: …")
 
 
 class Crawler:
@@ -111,48 +116,78 @@ class Crawler:
         """The same-host pages the index page links to (depth 1), absolute, without fragments, once each
         in page order, matching `pattern` (re.search), at most max_pages; and the links left out, with why.
         CrawlError when the index page itself cannot be fetched."""
-        async with self._client() as client:
-            index = await self._fetch(client, index_url)
-        return self._select(index, _compiled(pattern), pattern)
-
-    async def crawl(self, index_url: str, pattern: str | None = None,
-                    progress: Callable[[int, int], None] | None = None) -> CrawlReport:
-        """The index page's links (see `links`) fetched; each page's failure is its PageError.
-        progress(done, total) is called after every page. CrawlError when the index page fails."""
         regex = _compiled(pattern)
         async with self._client() as client:
             index = await self._fetch(client, index_url)
-            urls, skipped = self._select(index, regex, pattern)
-            report = CrawlReport(index.url, skipped=skipped, index=index)
-            results: dict[str, FetchedPage | PageError] = {}
-            listed = set(urls)
-            duplicates: set[str] = set()
+        frontier = self._frontier(index, regex, pattern)
+        urls = frontier.take(index.url, _parsed(index), 1)
+        return urls, [PageError(url, reason) for url, reason in frontier.skipped]
 
-            async def one(url: str) -> None:
-                try:
-                    results[url] = await self._fetch(client, url, listed - {url})
-                except _ListedElsewhere as exc:
-                    results[url] = PageError(url, exc.reason)
-                    duplicates.add(url)
-                except CrawlError as exc:
-                    results[url] = PageError(url, exc.reason)
-                if progress is not None:
-                    progress(len(results), len(urls))
-
-            await asyncio.gather(*(one(url) for url in urls))
-        fetched: set[str] = set()
-        for url in urls:  # page order, whatever order they finished in
-            result = results[url]
-            if url in duplicates:
-                report.skipped.append(result)
-            elif isinstance(result, PageError):
-                report.errors.append(result)
-            elif result.url in fetched:  # two links redirected to one page
-                report.skipped.append(PageError(url, f"redirects to {result.url}, a page of this crawl"))
-            else:
-                fetched.add(result.url)
-                report.pages.append(result)
+    async def crawl(self, index_url: str, pattern: str | None = None,
+                    progress: Callable[[int, int], None] | None = None) -> CrawlReport:
+        """The pages reached from the index page breadth-first (web/frontier.py: same host, `pattern`,
+        to `depth` links away, at most max_pages), each fetched once; each page's failure is its
+        PageError. progress(done, total) is called after every page, total being the pages taken so
+        far. CrawlError when the index page fails."""
+        regex = _compiled(pattern)
+        async with self._client() as client:
+            index = await self._fetch(client, index_url)
+            frontier = self._frontier(index, regex, pattern)
+            frontier.seen.add(normalise_url(index_url))
+            report = CrawlReport(index.url, index=index)
+            level, depth, fetched = frontier.take(index.url, _parsed(index), 1), 1, set()
+            while level:
+                results, duplicates = await self._fetch_all(client, level, frontier, progress)
+                upcoming: list[str] = []
+                for url in level:  # page order, whatever order they finished in
+                    page = self._record(report, url, results[url], url in duplicates, fetched)
+                    if page is not None:
+                        frontier.seen.add(page.url)
+                        upcoming += frontier.take(page.url, _parsed(page), depth + 1)
+                level, depth = upcoming, depth + 1
+        report.skipped = [PageError(url, reason) for url, reason in frontier.skipped] + report.skipped
+        report.followed, report.stopped = frontier.followed, frontier.stopped()
         return report
+
+    def _frontier(self, index: FetchedPage, regex, pattern) -> Frontier:
+        return Frontier(urlsplit(index.url).hostname, self.settings.max_pages, self.settings.depth, regex, pattern,
+                        seen={index.url})
+
+    async def _fetch_all(self, client, urls: list[str], frontier: Frontier, progress):
+        """The pages at `urls` fetched together (politely: see _gate); a redirect to another page the
+        crawl takes is a duplicate, not fetched twice."""
+        results: dict[str, FetchedPage | PageError] = {}
+        duplicates: set[str] = set()
+        taken = set(frontier.taken)
+
+        async def one(url: str) -> None:
+            try:
+                results[url] = await self._fetch(client, url, taken - {url})
+            except _ListedElsewhere as exc:
+                results[url] = PageError(url, exc.reason)
+                duplicates.add(url)
+            except CrawlError as exc:
+                results[url] = PageError(url, exc.reason)
+            if progress is not None:
+                progress(len(frontier.taken) - len(urls) + len(results), len(frontier.taken))
+
+        await asyncio.gather(*(one(url) for url in urls))
+        return results, duplicates
+
+    @staticmethod
+    def _record(report: CrawlReport, url: str, result, duplicate: bool, fetched: set[str]) -> FetchedPage | None:
+        """`result` of the link `url` into the report; the page when it is a new one."""
+        if duplicate:
+            report.skipped.append(result)
+        elif isinstance(result, PageError):
+            report.errors.append(result)
+        elif result.url in fetched:  # two links redirected to one page
+            report.skipped.append(PageError(url, f"redirects to {result.url}, a page of this crawl"))
+        else:
+            fetched.add(result.url)
+            report.pages.append(result)
+            return result
+        return None
 
     # -- one request -------------------------------------------------------------------------------
 
@@ -290,49 +325,10 @@ class Crawler:
     def _robots_gate(self, robots_url: str):
         return self._gate(robots_url, self.settings.delay)
 
-    # -- index page --------------------------------------------------------------------------------
+def _parsed(page: FetchedPage):
+    from .extract import parse_html
 
-    def _select(self, index: FetchedPage, regex, pattern) -> tuple[list[str], list[PageError]]:
-        from .extract import parse_html
-
-        host = urlsplit(index.url).hostname
-        urls: list[str] = []
-        skipped: list[PageError] = []
-        seen = {index.url}
-        for link in _links(parse_html(index.html), index.url):
-            if link in seen:
-                continue
-            seen.add(link)
-            parts = urlsplit(link)
-            if parts.scheme not in ("http", "https"):
-                skipped.append(PageError(link, f"not http or https ({parts.scheme}:)"))
-            elif parts.hostname != host:
-                skipped.append(PageError(link, f"other domain ({parts.hostname})"))
-            elif regex is not None and not regex.search(link):
-                skipped.append(PageError(link, f"does not match the pattern {pattern!r}"))
-            elif len(urls) >= self.settings.max_pages:
-                skipped.append(PageError(link, f"over max_pages ({self.settings.max_pages})"))
-            else:
-                urls.append(link)
-        return urls, skipped
-
-
-def _links(root, page_url: str) -> list[str]:
-    """Every <a href> of the page, absolute (the page's <base href> honoured) and without fragment."""
-    base = page_url
-    for element in root.iter("base"):
-        if element.get("href"):
-            base = urljoin(page_url, element.get("href").strip())
-            break
-    links = []
-    for element in root.iter("a"):
-        href = (element.get("href") or "").strip()
-        if href and not href.startswith("#"):
-            try:
-                links.append(normalise_url(urljoin(base, href)))
-            except ValueError:  # an unparsable href (a bad IPv6 literal, a bad port) is not a page
-                continue
-    return links
+    return parse_html(page.html)
 
 
 def _compiled(pattern: str | None):
