@@ -4,21 +4,19 @@ site/ per run."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import shutil
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import pytest
 from filelock import FileLock
 
 from .run_once import CORPUS_REAL, build_corpus, run_dir_of, start_in_background
 from .run_once import once_per_run as made_once
 
+from .fakes import FakeEmbedder, LocalLookalike  # noqa: F401  (imported from here by the test files)
 from .generated_sites.fixtures import generated_index, generated_site  # noqa: F401  (fixtures for every test file)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,54 +56,6 @@ def assert_rank_order(results) -> None:
     assert len(lifted) <= 1 and all(results[i].type in ("section", "table") for i in lifted), scores
     rest = [r.score for i, r in enumerate(results) if i not in lifted]
     assert rest == sorted(rest, reverse=True), scores
-
-
-class FakeEmbedder:
-    """Deterministic bag-of-character-bigrams vectors: similar texts get similar vectors."""
-
-    provider = "fake"
-    model = "char-bigram-hash/1"
-    dim = 64
-    query_prefix = "query: "
-    passage_prefix = "passage: "
-
-    def __init__(self, dim: int = 64):
-        self.dim = dim
-        self.documents_embedded = 0
-        self.calls = 0
-
-    @property
-    def name(self):
-        return f"{self.provider}:{self.model}"
-
-    def _vector(self, text: str) -> np.ndarray:
-        vector = np.zeros(self.dim, dtype=np.float32)
-        compact = re.sub(r"\s+", "", text)
-        for i in range(len(compact) - 1):
-            digest = hashlib.blake2b(compact[i:i + 2].encode(), digest_size=4).digest()
-            vector[int.from_bytes(digest, "little") % self.dim] += 1.0
-        norm = np.linalg.norm(vector)
-        return vector / norm if norm else vector
-
-    def embed_documents(self, texts):
-        self.calls += 1
-        self.documents_embedded += len(texts)
-        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
-
-    def embed_query(self, text):
-        return self._vector(text)
-
-
-class LocalLookalike(FakeEmbedder):
-    """Fake vectors recorded under the local model's name and size: a set that `validate` and a
-    subprocess `search` accept as the local model's (both create that embedder), embedded in no time.
-    Its vectors are cached under the local model's name: use it only with a private cache directory."""
-
-    provider = "local"
-    model = "multilingual-e5-small-q4"
-
-    def __init__(self):
-        super().__init__(dim=384)
 
 
 def run_dir(tmp_path_factory) -> Path:

@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from knowledge_build import KnowledgeIndex  # noqa: E402
 from knowledge_build.cli import main  # noqa: E402
-from tests.conftest import FakeEmbedder  # noqa: E402
+from tests.fakes import FakeEmbedder  # noqa: E402
 
 
 class SlowFakeEmbedder(FakeEmbedder):

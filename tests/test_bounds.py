@@ -126,7 +126,7 @@ def test_a_box_of_700k_characters_builds_and_its_last_words_are_indexed(tmp_path
     # Schema 1 first, then schema 2 (the default) from the same caches: the text is analysed once.
     script = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
               "from pathlib import Path\nfrom knowledge_build import build, load_config\n"
-              "from tests.conftest import FakeEmbedder\n"
+              "from tests.fakes import FakeEmbedder\n"
               "for schema in (1, 2):\n"
               f"    build(load_config(site=Path({str(site)!r}), cache_dir=Path({str(tmp_path / 'cache')!r}), env={{}},"
               " artifact_schema=schema), embedder=FakeEmbedder())\n")
