@@ -25,10 +25,12 @@ from .conftest import FakeEmbedder
 
 
 @pytest.fixture
-def built(site_dir, fake_embedder):
-    return build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache"),
-                                                 "KB_ARTIFACT_SCHEMA": "1"}),
-                 embedder=fake_embedder)
+def built(site_dir, build_copies):
+    """A build of `site_dir` (made once per session, copied here: see conftest.BuildCopies)."""
+    def configure(site):
+        return load_config(site=site, env={"KB_CACHE_DIR": str(site.parent / "cache"), "KB_ARTIFACT_SCHEMA": "1"})
+
+    return build_copies("artifacts-v1", configure, FakeEmbedder, site_dir.parent)
 
 
 def test_knowledge_chunks_json_matches_the_golden_file(built, file_regression):
