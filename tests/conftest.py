@@ -231,7 +231,7 @@ def fake_index_dir(tmp_path_factory) -> Path:
 
 
 class BuildCopies:
-    """Builds of a copy of site/ made once per session (per name) and copied into a test's folder for
+    """Builds of a copy of site/ made once per run (per name; `once_per_run`) and copied into a test's folder for
     each test that asks: a copy of a few hundred kilobytes instead of a build (0.4 CPU-s each with the
     fake embedder, most of it analysing every chunk into an empty token cache). The copy is what the
     same build in the test's folder leaves: the site, the artifacts, the cache (vectors and tokens are
@@ -244,20 +244,27 @@ class BuildCopies:
 
     def __call__(self, name: str, configure: Callable[[Path], object], embedder: Callable[[], object], target: Path):
         """The build of `configure(site)` (a Config of `site`, a copy of site/ in a folder of its own,
-        writing only under that folder) with `embedder()`, made once per session under `name` and
+        writing only under that folder) with `embedder()`, made once per run under `name` and
         copied into `target`, which then holds `target / "site"` and what the build wrote beside it.
         Returns the BuildResult with its paths moved to `target`."""
         import copy
+        import pickle
         from dataclasses import replace
 
         from knowledge_build import build
 
-        if name not in self._made:
-            base = self._factory.mktemp(f"build-{name}")
+        def make(folder: Path) -> Path:
+            base = folder / "build"
             shutil.copytree(SITE, base / "site", ignore=shutil.ignore_patterns("_site", ".jekyll-cache",
                                                                                ".knowledge-cache"))
-            self._made[name] = (base, build(configure(base / "site"), embedder=embedder()))
+            made = build(configure(base / "site"), embedder=embedder())
             _build_memo_of(configure(base / "site"), embedder(), check=True)
+            (folder / "result.pickle").write_bytes(pickle.dumps(made))
+            return base
+
+        if name not in self._made:  # made once per run: the first xdist worker to ask builds, the others read
+            base = once_per_run(self._factory, f"build-{name}", make)
+            self._made[name] = (base, pickle.loads((base.parent / "result.pickle").read_bytes()))
         base, result = self._made[name]
         shutil.copytree(base, target, dirs_exist_ok=True)
 

@@ -26,7 +26,7 @@ from .conftest import FakeEmbedder
 
 @pytest.fixture
 def built(site_dir, build_copies):
-    """A build of `site_dir` (made once per session, copied here: see conftest.BuildCopies)."""
+    """A build of `site_dir` (made once per run, copied here: see conftest.BuildCopies)."""
     def configure(site):
         return load_config(site=site, env={"KB_CACHE_DIR": str(site.parent / "cache"), "KB_ARTIFACT_SCHEMA": "1"})
 

@@ -44,7 +44,7 @@ def _config(site_dir, **flags):
 
 @pytest.fixture
 def built(site_dir, build_copies):
-    """A build of `site_dir` (made once per session, copied here: see conftest.BuildCopies)."""
+    """A build of `site_dir` (made once per run, copied here: see conftest.BuildCopies)."""
     return build_copies("hostile-v1", _config, FakeEmbedder, site_dir.parent)
 
 

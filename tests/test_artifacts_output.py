@@ -47,7 +47,7 @@ def _config(site_dir, schema=2, **flags):
 
 @pytest.fixture
 def built(site_dir, schema, build_copies):
-    """A build of `site_dir` (made once per session per schema, copied here: see conftest.BuildCopies)."""
+    """A build of `site_dir` (made once per run per schema, copied here: see conftest.BuildCopies)."""
     return build_copies(f"output-v{schema}", lambda site: _config(site, schema), FakeEmbedder, site_dir.parent)
 
 

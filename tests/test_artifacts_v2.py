@@ -90,7 +90,7 @@ def test_search_follows_latest_json_to_the_v2_set(site_dir, fake_open):
 
 @pytest.fixture
 def built(site_dir, tmp_path, build_copies):
-    """A build of `site_dir` (made once per session, copied here: see conftest.BuildCopies)."""
+    """A build of `site_dir` (made once per run, copied here: see conftest.BuildCopies)."""
     return build_copies("v2", lambda site: _config(site, tmp_path=site.parent), FakeEmbedder, tmp_path).output
 
 

@@ -21,7 +21,7 @@ def schema():
 
 @pytest.fixture
 def indexed(site_dir, schema, build_copies):
-    """`site_dir`, built (made once per session per schema, copied here: see conftest.BuildCopies)."""
+    """`site_dir`, built (made once per run per schema, copied here: see conftest.BuildCopies)."""
     def configure(site):
         return load_config(site=site, env={"KB_CACHE_DIR": str(site.parent / "cache")}, artifact_schema=schema)
 
