@@ -4,21 +4,19 @@ site/ per run."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import shutil
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import pytest
 from filelock import FileLock
 
 from .run_once import CORPUS_REAL, build_corpus, run_dir_of, start_in_background
 from .run_once import once_per_run as made_once
 
+from .fakes import FakeEmbedder, LocalLookalike  # noqa: F401  (imported from here by the test files)
 from .generated_sites.fixtures import generated_index, generated_site  # noqa: F401  (fixtures for every test file)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,54 +56,6 @@ def assert_rank_order(results) -> None:
     assert len(lifted) <= 1 and all(results[i].type in ("section", "table") for i in lifted), scores
     rest = [r.score for i, r in enumerate(results) if i not in lifted]
     assert rest == sorted(rest, reverse=True), scores
-
-
-class FakeEmbedder:
-    """Deterministic bag-of-character-bigrams vectors: similar texts get similar vectors."""
-
-    provider = "fake"
-    model = "char-bigram-hash/1"
-    dim = 64
-    query_prefix = "query: "
-    passage_prefix = "passage: "
-
-    def __init__(self, dim: int = 64):
-        self.dim = dim
-        self.documents_embedded = 0
-        self.calls = 0
-
-    @property
-    def name(self):
-        return f"{self.provider}:{self.model}"
-
-    def _vector(self, text: str) -> np.ndarray:
-        vector = np.zeros(self.dim, dtype=np.float32)
-        compact = re.sub(r"\s+", "", text)
-        for i in range(len(compact) - 1):
-            digest = hashlib.blake2b(compact[i:i + 2].encode(), digest_size=4).digest()
-            vector[int.from_bytes(digest, "little") % self.dim] += 1.0
-        norm = np.linalg.norm(vector)
-        return vector / norm if norm else vector
-
-    def embed_documents(self, texts):
-        self.calls += 1
-        self.documents_embedded += len(texts)
-        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
-
-    def embed_query(self, text):
-        return self._vector(text)
-
-
-class LocalLookalike(FakeEmbedder):
-    """Fake vectors recorded under the local model's name and size: a set that `validate` and a
-    subprocess `search` accept as the local model's (both create that embedder), embedded in no time.
-    Its vectors are cached under the local model's name: use it only with a private cache directory."""
-
-    provider = "local"
-    model = "multilingual-e5-small-q4"
-
-    def __init__(self):
-        super().__init__(dim=384)
 
 
 def run_dir(tmp_path_factory) -> Path:
@@ -278,6 +228,85 @@ def fake_index_dir(tmp_path_factory) -> Path:
     site = base / "site"
     shutil.copytree(SITE, site, ignore=shutil.ignore_patterns("_site", ".jekyll-cache", ".knowledge-cache"))
     return build(load_config(site=site, cache_dir=base / "cache", env={}), embedder=FakeEmbedder()).output
+
+
+class BuildCopies:
+    """Builds of a copy of site/ made once per run (per name; `once_per_run`) and copied into a test's folder for
+    each test that asks: a copy of a few hundred kilobytes instead of a build (0.4 CPU-s each with the
+    fake embedder, most of it analysing every chunk into an empty token cache). The copy is what the
+    same build in the test's folder leaves: the site, the artifacts, the cache (vectors and tokens are
+    keyed by text; the build memo, keyed by paths, is made again for the copy's paths, so a no-change
+    rebuild of the copy keeps its set as it would in place) and the BuildResult, with the test's paths."""
+
+    def __init__(self, tmp_path_factory):
+        self._factory = tmp_path_factory
+        self._made: dict[str, tuple[Path, object]] = {}
+
+    def __call__(self, name: str, configure: Callable[[Path], object], embedder: Callable[[], object], target: Path):
+        """The build of `configure(site)` (a Config of `site`, a copy of site/ in a folder of its own,
+        writing only under that folder) with `embedder()`, made once per run under `name` and
+        copied into `target`, which then holds `target / "site"` and what the build wrote beside it.
+        Returns the BuildResult with its paths moved to `target`."""
+        import copy
+        import pickle
+        from dataclasses import replace
+
+        from knowledge_build import build
+
+        def make(folder: Path) -> Path:
+            base = folder / "build"
+            shutil.copytree(SITE, base / "site", ignore=shutil.ignore_patterns("_site", ".jekyll-cache",
+                                                                               ".knowledge-cache"))
+            made = build(configure(base / "site"), embedder=embedder())
+            _build_memo_of(configure(base / "site"), embedder(), check=True)
+            (folder / "result.pickle").write_bytes(pickle.dumps(made))
+            return base
+
+        if name not in self._made:  # made once per run: the first xdist worker to ask builds, the others read
+            base = once_per_run(self._factory, f"build-{name}", make)
+            self._made[name] = (base, pickle.loads((base.parent / "result.pickle").read_bytes()))
+        base, result = self._made[name]
+        shutil.copytree(base, target, dirs_exist_ok=True)
+
+        def moved(path: str) -> str:
+            return str(target) + path[len(str(base)):] if path.startswith(str(base)) else path
+
+        result = copy.deepcopy(result)
+        result = replace(result, output=Path(moved(str(result.output))),
+                         diagnostics=[replace(d, path=moved(d.path)) for d in result.diagnostics])
+        _build_memo_of(configure(target / "site"), embedder(), moved_from=(str(base), str(target)))
+        return result
+
+
+def _build_memo_of(config, embedder, check: bool = False, moved_from: tuple[str, str] | None = None) -> None:
+    """The build memo of `config` (index/build_memo.py: named by the output path, holding a digest of
+    the inputs that hashes their paths), computed as pipeline.build computes it. check: it must be the
+    one the build wrote (else BuildCopies would copy a memo no rebuild recalls: fail, do not drift);
+    moved_from (old, new): the memo of the copied folder's old paths, rewritten for the new ones."""
+    from knowledge_build.embed import describe
+    from knowledge_build.index.build_memo import inputs_digest, memo_path
+    from knowledge_build.pipeline import check_output_dir, find_pages, generated_learns_path, open_site
+
+    site = open_site(config.site, baseurl=config.baseurl, exclude=config.exclude, data=False)
+    output = check_output_dir(config.output or site.default_index_dir)
+    digest = inputs_digest(config, site, find_pages(site), describe(embedder), generated_learns_path(config, site))
+    path = memo_path(Path(config.cache_dir), output)
+    if check:
+        memo = json.loads(path.read_text(encoding="utf-8"))
+        assert memo["inputs"] == digest and memo["output"] == str(output), "BuildCopies: pipeline.build's memo changed"
+        return
+    old, new = moved_from
+    old_output = Path(old + str(output)[len(new):])
+    old_path = memo_path(Path(config.cache_dir), old_output)
+    memo = json.loads(old_path.read_text(encoding="utf-8").replace(old, new))
+    old_path.unlink()
+    path.write_text(json.dumps({**memo, "inputs": digest}, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def build_copies(tmp_path_factory) -> BuildCopies:
+    """See BuildCopies: for a test that needs a build of its own to change, but not to make."""
+    return BuildCopies(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

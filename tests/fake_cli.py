@@ -10,13 +10,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from knowledge_build import KnowledgeIndex  # noqa: E402
 from knowledge_build.cli import main  # noqa: E402
-from tests.conftest import FakeEmbedder  # noqa: E402
+from tests.fakes import FakeEmbedder  # noqa: E402
 
 
 class SlowFakeEmbedder(FakeEmbedder):
-    """FakeEmbedder taking KB_TEST_EMBED_SECONDS per document: a long tool call on demand."""
+    """FakeEmbedder taking KB_TEST_EMBED_SECONDS per document: a long tool call on demand. With
+    KB_TEST_EMBED_STARTED=<file>, it creates that file as it starts: the test waits for that, not a while."""
 
     def embed_documents(self, texts):
+        started = os.environ.get("KB_TEST_EMBED_STARTED")
+        if started:
+            Path(started).touch()
         time.sleep(float(os.environ.get("KB_TEST_EMBED_SECONDS", "0")) * len(texts))
         return super().embed_documents(texts)
 

@@ -27,9 +27,12 @@ from .conftest import FakeEmbedder
 
 
 @pytest.fixture
-def built(site_dir, fake_embedder):
-    return build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}),
-                 embedder=fake_embedder)
+def built(site_dir, build_copies):
+    """A build of `site_dir` (made once per run, copied here: see conftest.BuildCopies)."""
+    def configure(site):
+        return load_config(site=site, env={"KB_CACHE_DIR": str(site.parent / "cache")})
+
+    return build_copies("artifacts", configure, FakeEmbedder, site_dir.parent)
 
 
 def _chunk_lines(output) -> list[dict]:

@@ -45,8 +45,9 @@ def _config(site_dir, **flags):
 
 
 @pytest.fixture
-def built(site_dir):
-    return build(_config(site_dir), embedder=FakeEmbedder())
+def built(site_dir, build_copies):
+    """A build of `site_dir` (made once per run, copied here: see conftest.BuildCopies)."""
+    return build_copies("hostile-v1", _config, FakeEmbedder, site_dir.parent)
 
 
 def _manifest(output: Path) -> dict:

@@ -43,8 +43,9 @@ def _config(site_dir, schema=2, **flags):
 
 
 @pytest.fixture
-def built(site_dir, schema):
-    return build(_config(site_dir, schema), embedder=FakeEmbedder())
+def built(site_dir, schema, build_copies):
+    """A build of `site_dir` (made once per run per schema, copied here: see conftest.BuildCopies)."""
+    return build_copies(f"output-v{schema}", lambda site: _config(site, schema), FakeEmbedder, site_dir.parent)
 
 
 def _snapshot(directory: Path) -> dict[str, bytes]:

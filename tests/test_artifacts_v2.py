@@ -22,10 +22,13 @@ from tests.conftest import FakeEmbedder
 QUERIES = ("二次方程式を公式で解きたい", "たすきがけ", "判別式", "一次関数の傾き", "平方根")
 
 
+def _config(site, tmp_path, name="out", **settings):
+    return kb.load_config(site=site, output=tmp_path / name / "v2", cache_dir=tmp_path / f"cache-{name}", env={},
+                          **settings)
+
+
 def _build(site, tmp_path, name="out", **settings):
-    config = kb.load_config(site=site, output=tmp_path / name / "v2", cache_dir=tmp_path / f"cache-{name}", env={},
-                            **settings)
-    return kb.build(config, embedder=FakeEmbedder())
+    return kb.build(_config(site, tmp_path, name, **settings), embedder=FakeEmbedder())
 
 
 def _ids(index, query, k=5):
@@ -76,8 +79,9 @@ def test_search_follows_latest_json_to_the_v2_set(site_dir, fake_open):
 
 
 @pytest.fixture
-def built(site_dir, tmp_path):
-    return _build(site_dir, tmp_path).output
+def built(site_dir, tmp_path, build_copies):
+    """A build of `site_dir` (made once per run, copied here: see conftest.BuildCopies)."""
+    return build_copies("v2", lambda site: _config(site, tmp_path=site.parent), FakeEmbedder, tmp_path).output
 
 
 def _flip(path, offset=-5):

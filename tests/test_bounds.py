@@ -125,7 +125,7 @@ def test_a_box_of_700k_characters_builds_and_its_last_words_are_indexed(tmp_path
     site = _long_box_site(tmp_path)
     script = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
               "from pathlib import Path\nfrom knowledge_build import build, load_config\n"
-              "from tests.conftest import FakeEmbedder\n"
+              "from tests.fakes import FakeEmbedder\n"
               f"build(load_config(site=Path({str(site)!r}), cache_dir=Path({str(tmp_path / 'cache')!r}), env={{}}),"
               " embedder=FakeEmbedder())\n")
     # In a subprocess: a tokenizer crash is a segfault, which would take the test run down with it.

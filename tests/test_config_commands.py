@@ -18,8 +18,13 @@ UNREACHABLE = "postgresql://nobody@127.0.0.1:9/none?connect_timeout=1"
 
 
 @pytest.fixture
-def built_site(site_dir):
-    build(load_config(site=site_dir), embedder=FakeEmbedder())
+def built_site(site_dir, build_copies):
+    """`site_dir`, built as `build --site` in an empty folder builds it (its cache in KB_CACHE_DIR, the
+    test's cache folder; made once per run, copied here: see conftest.BuildCopies)."""
+    def configure(site):
+        return load_config(site=site, cwd=site.parent, env={"KB_CACHE_DIR": str(site.parent / "cache")})
+
+    build_copies("config-commands", configure, FakeEmbedder, site_dir.parent)
     return site_dir
 
 

@@ -237,8 +237,23 @@ def test_http_server_refuses_a_message_over_4_mib_and_stops_on_sigterm_with_a_cl
     assert returncode is not None
 
 
+def _embedding_started(tmp_path, monkeypatch):
+    """A function waiting until the server's SlowFakeEmbedder (tests/fake_cli.py) has started a call."""
+    started = tmp_path / "embedding-started"
+    monkeypatch.setenv("KB_TEST_EMBED_STARTED", str(started))
+
+    def wait(process) -> None:
+        deadline = time.monotonic() + TIMEOUT
+        while not started.exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("the server never reached the embedder")
+            time.sleep(0.02)
+    return wait
+
+
 def test_sigterm_during_a_long_import_stops_the_http_server_and_stores_nothing(fake_index_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("KB_TEST_EMBED_SECONDS", "1")  # the import below would take 100 seconds
+    embedding = _embedding_started(tmp_path, monkeypatch)
     process, base = _start_http(fake_index_dir, tmp_path)
 
     async def long_import():
@@ -248,7 +263,7 @@ def test_sigterm_during_a_long_import_stops_the_http_server_and_stores_nothing(f
 
     async def import_then_terminate():
         call = asyncio.create_task(long_import())
-        await asyncio.sleep(2)  # let the call reach the embedder (the test holds either way)
+        await asyncio.to_thread(embedding, process)  # the call is in the embedder
         process.send_signal(signal.SIGTERM)
         returncode = await asyncio.to_thread(process.wait, TIMEOUT)
         with contextlib.suppress(Exception):  # the client sees its connection go, as it should
@@ -267,6 +282,7 @@ def test_sigterm_during_a_long_import_stops_the_http_server_and_stores_nothing(f
 
 def test_stdio_server_stops_on_sigterm_during_a_long_import(fake_index_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("KB_TEST_EMBED_SECONDS", "1")
+    embedding = _embedding_started(tmp_path, monkeypatch)
     process = subprocess.Popen([sys.executable, FAKE_CLI, "serve", "--index", str(fake_index_dir), "--notes",
                                 str(tmp_path / "notes.sqlite")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL)
@@ -282,7 +298,7 @@ def test_stdio_server_stops_on_sigterm_during_a_long_import(fake_index_dir, tmp_
         send({"method": "notifications/initialized"})
         send({"id": 2, "method": "tools/call", "params": {"name": "knowledge_import", "arguments": {
             "title": "長い文書", "content": "あ" * 20_000, "chunk_size": 200, "chunk_overlap": 0}}})
-        time.sleep(2)  # let the call reach the embedder (the test holds either way)
+        embedding(process)  # the call is in the embedder
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=TIMEOUT) is not None
     finally:

@@ -20,7 +20,11 @@ TESTS = ["tests/test_sections_corpus.py",
 def _pytest(tmp_path, **env):
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("KB_", "PYTEST_"))}
     environ.update(env, KB_CACHE_DIR=str(tmp_path / "cache"))
-    return subprocess.run([sys.executable, "-m", "pytest", "-n", "0", "-q", "-rs", "-p", "no:cacheprovider", *TESTS],
+    # --basetemp: its own temporary folder. Without it the inner pytest makes a numbered one in the user's
+    # shared pytest-of-<user> and, as it exits, deletes the oldest there (another run's: 25-40 s of waiting
+    # on this machine's disk, for 1 CPU-s of tests).
+    return subprocess.run([sys.executable, "-m", "pytest", "-n", "0", "-q", "-rs", "-p", "no:cacheprovider",
+                           "--basetemp", str(tmp_path / "inner"), *TESTS],
                           cwd=ROOT, env=environ, capture_output=True, text=True, timeout=TIMEOUT)
 
 

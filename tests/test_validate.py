@@ -20,9 +20,12 @@ def schema():
 
 
 @pytest.fixture
-def indexed(site_dir, schema):
-    build(load_config(site=site_dir, env={"KB_CACHE_DIR": str(site_dir.parent / "cache")}, artifact_schema=schema),
-          embedder=LocalLookalike())
+def indexed(site_dir, schema, build_copies):
+    """`site_dir`, built (made once per run per schema, copied here: see conftest.BuildCopies)."""
+    def configure(site):
+        return load_config(site=site, env={"KB_CACHE_DIR": str(site.parent / "cache")}, artifact_schema=schema)
+
+    build_copies(f"validate-v{schema}", configure, LocalLookalike, site_dir.parent)
     return site_dir
 
 

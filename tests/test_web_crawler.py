@@ -78,7 +78,8 @@ class LoopbackSite:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.host = f"127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # poll_interval: how long shutdown() waits for the loop to notice (0.5 s by default, after every test)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     def url(self, path: str) -> str:
         return f"http://{self.host}{path}"

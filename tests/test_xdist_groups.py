@@ -29,8 +29,9 @@ def test_free{i}():
 
 def test_the_tests_of_one_xdist_group_run_on_one_worker(tmp_path):
     (tmp_path / "test_groups.py").write_text(SUITE, encoding="utf-8")
+    # --basetemp: its own temporary folder, so that as it exits it deletes no other run's in pytest-of-<user>.
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
-                          "--dist", "loadgroup", "test_groups.py"],
+                          "--dist", "loadgroup", "--basetemp", str(tmp_path / "inner"), "test_groups.py"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     workers = dict(line.split() for line in (tmp_path / "workers.txt").read_text(encoding="utf-8").splitlines())
