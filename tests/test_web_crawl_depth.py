@@ -158,3 +158,31 @@ def test_the_mcp_crawl_tool_takes_the_depth_and_page_limit(docs, fake_index_dir,
         asyncio.run(session())
     finally:
         sources.close()
+
+
+def test_links_named_as_files_of_another_kind_are_reported_not_fetched():
+    """At depth 3 every Sphinx page's link to its `_sources/*.rst.txt` would be fetched only to be refused
+    (and images, PDFs the same): a link whose file name says it is no page is skipped with its reason, not
+    asked for. A name that says nothing (no ending, .php) is fetched and judged by its Content-Type."""
+    start = next(gen := serving())
+    site = start({
+        "/": Route(_toc("手引き", ("/docs/a.html", "/_sources/a.rst.txt", "/_images/figure.PNG", "/guide.pdf",
+                                  "/logo", "/page.php"))),
+        "/docs/a.html": Route(_doc("インストール", "手引きのインストール方法を説明します。")),
+        "/_sources/a.rst.txt": Route("インストール\n============\n", headers={"Content-Type": "text/plain"}),
+        "/_images/figure.PNG": Route(b"\x89PNG\r\n", headers={"Content-Type": "image/png"}),
+        "/guide.pdf": Route(b"%PDF-1.4", headers={"Content-Type": "application/pdf"}),
+        "/logo": Route(b"\x89PNG\r\n", headers={"Content-Type": "image/png"}),
+        "/page.php": Route(_doc("設定", "設定ファイルの書き方を説明します。")),
+    })
+    try:
+        settings = CrawlSettings(delay=0.0, timeout=10.0, allow_hosts=(site.host,))
+        report = asyncio.run(Crawler(settings).crawl(site.url("/")))
+    finally:
+        next(gen, None)
+    assert [page.url for page in report.pages] == [site.url("/docs/a.html"), site.url("/page.php")]
+    assert report.skipped == [PageError(site.url("/_sources/a.rst.txt"), "not a page (a .txt file, not fetched)"),
+                              PageError(site.url("/_images/figure.PNG"), "not a page (a .png file, not fetched)"),
+                              PageError(site.url("/guide.pdf"), "not a page (a .pdf file, not fetched)")]
+    assert {e.url: e.reason for e in report.errors} == {site.url("/logo"): "not HTML (image/png)"}
+    assert not {"/_sources/a.rst.txt", "/_images/figure.PNG", "/guide.pdf"} & set(site.paths())

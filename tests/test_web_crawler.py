@@ -131,17 +131,17 @@ DISALLOWED = ["/private/a", "/private/b", "/private/c"]
 @pytest.fixture
 def thirty_links(serve):
     """An index linking 30 URLs: 22 good pages, 3 under a robots.txt Disallow, one 404, one redirect to
-    a good page, one image, one external domain, and a #fragment duplicate of a good page (plus a
+    a good page, one image (served under a name without an ending: judged by its type), one external domain, and a #fragment duplicate of a good page (plus a
     mailto link)."""
     links = GOOD[:3] + ["/articles/03#history"] + GOOD[3:] + DISALLOWED + [
-        "/articles/missing", "/articles/moved", "/images/logo.png", "https://external.example/page",
+        "/articles/missing", "/articles/moved", "/images/logo", "https://external.example/page",
         "mailto:teacher@example.com"]
     anchors = "".join(f'<li><a href="{href}">リンク</a></li>' for href in links)
     routes = {
         "/": Route(f"<html><head><title>目次</title></head><body><nav><a href='/'>ホーム</a></nav><ul>{anchors}</ul></body></html>"),
         "/robots.txt": Route("User-agent: *\nDisallow: /private/\n", headers={"Content-Type": "text/plain"}),
         "/articles/moved": Route(status=301, headers={"Location": "/articles/01"}),
-        "/images/logo.png": Route(b"\x89PNG\r\n", headers={"Content-Type": "image/png"}),
+        "/images/logo": Route(b"\x89PNG\r\n", headers={"Content-Type": "image/png"}),
     }
     routes.update({path: Route(_page(f"記事{path[-2:]}")) for path in GOOD})
     routes.update({path: Route(_page("秘密")) for path in DISALLOWED})
@@ -158,7 +158,7 @@ def test_an_index_of_thirty_links_fetches_the_right_pages_and_reports_the_others
     assert {error.url: error.reason for error in report.errors} == {
         **{site.url(path): "disallowed by robots.txt" for path in DISALLOWED},
         site.url("/articles/missing"): "HTTP 404 Not Found",
-        site.url("/images/logo.png"): "not HTML (image/png)",
+        site.url("/images/logo"): "not HTML (image/png)",
     }
     assert report.skipped == [PageError("https://external.example/page", "other domain (external.example)"),
                               PageError("mailto:teacher@example.com", "not http or https (mailto:)"),

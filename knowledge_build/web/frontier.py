@@ -3,8 +3,9 @@ depth and a page limit.
 
 The index page is depth 0; the pages it links to are depth 1, theirs depth 2, up to `depth`. A link
 is taken once (fragments removed), in the order pages were fetched and links appear in them, when it
-is http(s), on the index page's host and matches the pattern; then while fewer than `max_pages` pages
-are taken. Every link left out is recorded once with its reason, and a limit that left links out is
+is http(s), on the index page's host, matches the pattern and is not named as a file of another kind
+(NOT_PAGES: an image, a PDF, a Sphinx page's `_sources/*.rst.txt`, which a crawl would only fetch to
+refuse); then while fewer than `max_pages` pages are taken. Every link left out is recorded once with its reason, and a limit that left links out is
 said in `stopped`.
 """
 
@@ -14,6 +15,15 @@ from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
 from .urls import normalise_url
+
+# The file name endings of links that are never HTML pages: not fetched, reported as skipped. A name with
+# another ending, or none, is fetched and judged by its Content-Type (a .php or an extensionless page is HTML).
+NOT_PAGES = frozenset(
+    "png jpg jpeg gif svg webp ico bmp avif tif tiff "  # images
+    "pdf txt csv tsv json xml rss atom md rst tex doc docx xls xlsx ppt pptx odt ods odp epub "  # documents
+    "zip gz tgz bz2 xz 7z tar rar whl "  # archives
+    "mp3 mp4 m4a wav ogg oga webm mov avi "  # media
+    "css js mjs map woff woff2 ttf otf eot wasm inv".split())  # a site's assets, Sphinx's objects.inv
 
 
 @dataclass
@@ -62,6 +72,9 @@ class Frontier:
             return f"other domain ({parts.hostname})"
         if self.regex is not None and not self.regex.search(link):
             return f"does not match the pattern {self.pattern!r}"
+        ending = parts.path.rsplit("/", 1)[-1].rpartition(".")[2].lower() if "." in parts.path.rsplit("/", 1)[-1] else ""
+        if ending in NOT_PAGES:
+            return f"not a page (a .{ending} file, not fetched)"
         return None
 
     def stopped(self) -> list[str]:
