@@ -94,11 +94,14 @@ class Ranker:
         them so already; a ranking another store supplied may hold more)."""
         if not self.artifacts.mixed:
             return scores
-        parts = self.artifacts.parts
+        parts, most = self.artifacts.parts, self.settings.candidates
+        in_parts = int(np.count_nonzero(parts[np.fromiter(scores, dtype=np.int64, count=len(scores))]))
+        if in_parts <= most and len(scores) - in_parts <= most:  # the artifacts' own channels: nothing to cut
+            return scores
         keep: dict[int, float] = {}
         for part in (False, True):
             group = sorted((r for r in scores if bool(parts[r]) == part), key=lambda r: (-scores[r], r))
-            keep.update((r, scores[r]) for r in group[:self.settings.candidates])
+            keep.update((r, scores[r]) for r in group[:most])
         return keep
 
     def _liftable(self, candidate) -> bool:
