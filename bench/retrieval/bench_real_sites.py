@@ -280,24 +280,27 @@ def first_page(found: list[str | None], label: Label) -> int | None:
     return next((rank for rank, page in enumerate(found[:K], 1) if page == label.page), None)
 
 
-def owner_runs(site: BuiltSite, labels: list[Label], cache_dir: Path, folder: Path) -> tuple[dict, dict, dict]:
+def owner_runs(site: BuiltSite, labels: list[Label], cache_dir: Path, folder: Path) -> tuple[dict, dict, dict, list]:
     config = kb.load_config(cwd=folder, site=site.output, cache_dir=cache_dir, env={})
     with harness.Timer() as timer:
         result = kb.build(config)
     index = kb.KnowledgeIndex.open(result.output)
-    ranks, pages = {}, {}
+    ranks, pages, top = {}, {}, []
     for mode in ("hybrid", "lexical", "dense"):
         found = []
         for label in labels:
             results = index.search(label.query, k=K, mode=mode)
             found.append([(site.page_of_url(r.url), urlsplit(r.url).fragment) for r in results])
+            if mode == "hybrid":
+                top.append([{"url": r.url, "title": r.title, "type": r.type, "relevant": r.relevant}
+                            for r in results[:5]])
         ranks[f"owner {mode}"] = [first_hit(f, site, label) for f, label in zip(found, labels)]
         pages[f"owner {mode}"] = [first_page([p for p, _ in f], label) for f, label in zip(found, labels)]
     offtopic = [label for label in labels if label.kind == OFFTOPIC]
     rejected = sum(not any(r.relevant for r in index.search(label.query, k=5)) for label in offtopic)
     summary = dict(result.pages, chunks=len(result.chunks), seconds=round(timer.seconds, 1),
                    offtopic=f"{rejected}/{len(offtopic)}")
-    return ranks, pages, summary
+    return ranks, pages, summary, top
 
 
 def baseline_runs(site: BuiltSite, labels: list[Label], cache_dir: Path) -> tuple[dict, dict, int]:
@@ -360,6 +363,8 @@ def main() -> None:
     parser.add_argument("folder", type=Path, metavar="FOLDER")
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "knowledge-build")
     parser.add_argument("--sites", default="", help="comma-separated site folder names (default: all)")
+    parser.add_argument("--details", type=Path, help="write each question's ranks and the owner's hybrid "
+                        "top 5 here (JSON lines), to read the misses")
     args = parser.parse_args()
     if not args.folder.is_dir():
         sys.exit(f"error: no folder {args.folder}. Fix: give the folder that holds the site folders.")
@@ -373,9 +378,15 @@ def main() -> None:
         sys.exit(str(bad))
     print(f"{harness.machine()}; load average {harness.load_average()}")
     for name, (site, labels) in sites.items():
-        ranks, pages, summary = owner_runs(site, labels, args.cache_dir, args.folder / name)
+        ranks, pages, summary, top = owner_runs(site, labels, args.cache_dir, args.folder / name)
         base_ranks, base_pages, sections = baseline_runs(site, labels, args.cache_dir / "real-sites")
-        report(name, labels, ranks | base_ranks, pages | base_pages, summary, sections)
+        ranks |= base_ranks
+        report(name, labels, ranks, pages | base_pages, summary, sections)
+        if args.details:
+            with open(args.details, "a", encoding="utf-8") as out:
+                for i, label in enumerate(labels):
+                    out.write(json.dumps({"site": name, **label.__dict__, "ranks": {s: r[i] for s, r in ranks.items()},
+                                          "owner_top5": top[i]}, ensure_ascii=False) + "\n")
 
 
 def _norm(text: str) -> str:
