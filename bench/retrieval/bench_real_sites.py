@@ -354,6 +354,8 @@ def report(name: str, labels: list[Label], ranks: dict, pages: dict, summary: di
         label = system + (" (hit = the right page)" if system == "BM25 pages" else "")
         print(f"| {label} | " + " | ".join(cell([found[i] for i in rows]) for rows in kinds.values())
               + f" | {page_hit5:.2f} |")
+    for skip in summary.get("skipped", []):
+        print(f"skipped: {skip['path']}: {skip['reason']}")
     misses = [labels[i].qid for i in answered if not (ranks["owner hybrid"][i] and ranks["owner hybrid"][i] <= 5)]
     print(f"\nowner hybrid misses (top 5): {', '.join(misses) or 'none'}")
 
