@@ -13,6 +13,8 @@ from knowledge_build.chunking.chunks import NO_WORDS
 from knowledge_build.cli import main
 from knowledge_build.site.scan import OUTSIDE_MAIN, UNTITLED
 
+from .test_any_site import _write
+
 
 @pytest.fixture
 def fake_cli(monkeypatch, tmp_path):
@@ -22,14 +24,6 @@ def fake_cli(monkeypatch, tmp_path):
     monkeypatch.setattr(pipeline, "get_embedder", lambda *args, **kwargs: FakeEmbedder())
     monkeypatch.setenv("KB_CACHE_DIR", str(tmp_path / "cache"))
     return CliRunner()
-
-
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
 
 
 def _build(cli, root: Path, *flags) -> tuple[dict, list[dict]]:

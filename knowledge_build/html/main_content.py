@@ -213,14 +213,7 @@ def in_main_area(el, main) -> bool:
     """Whether `el` is content of the main area `main` (main_content's): `main` itself or inside it,
     with no chrome between them (a sidebar or a pager inside `<main>`), as the section walk reads it
     (blocks.py). The element's own names are not asked: a box's class is the site's choice."""
-    if el is main:
-        return True
-    for node in el.iterancestors():
-        if node is main:
-            return True
-        if is_chrome(node):
-            return False
-    return False
+    return el is main or _reaches(el, main)
 
 
 def _in_chrome_structure(el) -> bool:
@@ -235,8 +228,11 @@ def _in_chrome_structure(el) -> bool:
 
 def _visible_in(el, scope) -> bool:
     """Inside `scope`, not hidden, and neither chrome nor inside chrome below `scope`."""
-    if el.get("hidden") is not None or is_chrome(el):
-        return False
+    return el.get("hidden") is None and not is_chrome(el) and _reaches(el, scope)
+
+
+def _reaches(el, scope) -> bool:
+    """Whether `scope` is an ancestor of `el` with no chrome between them."""
     for node in el.iterancestors():
         if node is scope:
             return True
