@@ -102,6 +102,18 @@ def run_cache(tmp_path_factory) -> Path:
     return path
 
 
+def pytest_configure(config):
+    """One model thread per xdist worker: the workers already keep every core busy, and the model's OpenMP
+    threads, when the machine has no core free for them, spin at each of their thousands of barriers per
+    query while the thread they wait for is not running. Measured with two busy loops on this 2-core
+    machine: test_killing_the_database_mid_run_loses_no_query took 20.6 s with one thread and was stopped
+    after 9 minutes with the default two (16 s on an idle machine). The subprocesses the tests start inherit
+    it; the background corpus build sets its own (tests/run_once.py). Vectors do not depend on the number
+    of threads (tests/test_model_threads.py). A value the developer set is kept."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(request, tmp_path, monkeypatch):
     """No KB_* variable, config file or cache of the developer leaks into a test. KB_CACHE_DIR is the

@@ -48,6 +48,12 @@ def build_corpus(corpus: Path, cache_dir: Path) -> Callable[[Path], Path]:
     return make
 
 
+# The background build shares the machine with the workers (see tests/conftest.py's `one_model_thread`): it may
+# use every core, but its threads sleep instead of spinning while they wait for one another, so that a busy
+# machine slows it down instead of wasting a core on the wait. Vectors do not depend on the thread count.
+BACKGROUND_BUILD_THREADS = {"OMP_NUM_THREADS": str(os.cpu_count() or 1), "OMP_WAIT_POLICY": "PASSIVE"}
+
+
 def start_in_background(run_dir: Path, name: str, corpus: Path, cache_dir: Path) -> subprocess.Popen | None:
     """Starts `tests/background_build.py` for `name` unless a process of this run already has (the first
     to create `<name>.started` wins). Its output goes to `<name>.log` in the run's folder. Returns the
@@ -58,6 +64,7 @@ def start_in_background(run_dir: Path, name: str, corpus: Path, cache_dir: Path)
     except FileExistsError:
         return None
     env = {key: value for key, value in os.environ.items() if not key.startswith("KB_")}
+    env.update(BACKGROUND_BUILD_THREADS)
     script = Path(__file__).with_name("background_build.py")
     with open(run_dir / f"{name}.log", "wb") as log:
         return subprocess.Popen([sys.executable, str(script), str(run_dir), name, str(corpus), str(cache_dir)],
