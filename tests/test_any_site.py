@@ -284,3 +284,22 @@ def test_a_built_pages_breadcrumbs_lead_its_sections_breadcrumb(tmp_path):
     root = _write(tmp_path / "out", {"guide/advanced/index.html": page})
     (chunk,) = extract(load_config(site=root, env={})).chunks
     assert chunk.parents[:2] == ("ホーム", "ガイド") and "ホーム" not in chunk.content
+
+
+def test_a_page_whose_theme_declares_english_but_whose_text_is_japanese_is_analysed_as_japanese(tmp_path):
+    from knowledge_build.pipeline import lexical_fields
+
+    english_theme = PAGE.replace('lang="ja"', 'lang="en"')  # MkDocs' readthedocs theme, a Jekyll theme: lang="en"
+    root = _write(tmp_path / "out", {
+        "install/index.html": english_theme.format(title="インストール"),
+        "usage/index.html": english_theme.format(title="使い方"),
+        "api/index.html": english_theme.format(title="API").replace(
+            "について説明する本文です。十分な長さがあります。",
+            " reference: every function of the tool, with its arguments. The 設定 file is read first.")})
+    extraction = extract(load_config(site=root, env={}))
+    assert extraction.foreign == {"api/index.html"}  # English with one Japanese word stays English
+    assert extraction.site.lang == "ja"
+    fields = lexical_fields(extraction.chunks, foreign=extraction.foreign)
+    row = {c.source_path: i for i, c in enumerate(extraction.chunks)}
+    assert "説明" in fields["lemma"][row["install/index.html"]] and fields["kana2"][row["install/index.html"]]
+    assert {"reference", "function"} <= set(fields["lemma"][row["api/index.html"]])

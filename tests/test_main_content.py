@@ -13,7 +13,9 @@ from knowledge_build.html.main_content import (
     generator_meta,
     is_chrome,
     main_content,
+    JAPANESE_KANA_SHARE,
     page_language,
+    written_in_japanese,
     site_name_suffix,
     strip_site_name,
 )
@@ -357,3 +359,15 @@ def test_site_name_suffix_is_what_most_titles_end_with(titles, expected):
 ])
 def test_strip_site_name(title, site_name, expected):
     assert strip_site_name(title, site_name) == expected
+
+
+def test_a_main_area_is_japanese_from_five_percent_kana_of_its_letters():
+    assert JAPANESE_KANA_SHARE == 0.05  # the README's "at least 5 % kana"
+
+    def main(kana: int, latin: int):
+        return parse(f"<html><body><main><p>{'あ' * kana}{'a' * latin}</p><script>{'い' * 500}</script></main></body></html>")
+
+    assert written_in_japanese(main(5, 95))  # 5 of 100 letters
+    assert not written_in_japanese(main(4, 96))
+    assert not written_in_japanese(main(0, 0))  # no letters: nothing says Japanese (the script's kana do not count)
+    assert written_in_japanese(parse("<html><body><main><p>関数の引数を指定します。</p></main></body></html>"))

@@ -141,8 +141,12 @@ def test_og_site_name_takes_the_site_name_off_a_single_page_and_a_home_page_keep
 
 
 def test_chunks_carry_the_page_language():
-    assert {c.language for c in _chunks(_docs_page("Install | Tool", "Install", lang="en-US"))} == {"en"}
+    english = _docs_page("Install | Tool", "Install", lang="en-US").replace(
+        "の手順を順に説明します。必要なものを先にそろえます。", " takes three steps: download, unpack and run the installer.")
+    assert {c.language for c in _chunks(english)} == {"en"}
     assert {c.language for c in _chunks(_table_page())} == {""}
+    # A theme's lang="en-US" on a page written in Japanese (main_content.text_language): Japanese.
+    assert {c.language for c in _chunks(_docs_page("Install | Tool", "Install", lang="en-US"))} == {"ja"}
 
 
 def test_a_crawl_stores_titles_without_the_site_name_and_the_language(serve, tmp_path):

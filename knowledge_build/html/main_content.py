@@ -300,6 +300,40 @@ def page_language(root) -> str:
     return re.split(r"[-_]", value.strip(), maxsplit=1)[0].lower()
 
 
+# A page whose main area's letters are at least this share kana is written in Japanese, whatever its `<html lang>` says:
+# themes declare their own default (MkDocs' readthedocs theme writes lang="en" on a site written in Japanese),
+# while an English page that names a Japanese term or two stays far below it.
+JAPANESE_KANA_SHARE = 0.05
+_KANA = re.compile(r"[\u3041-\u3096\u30a1-\u30fa]")
+
+
+def written_in_japanese(main) -> bool:
+    """Whether the text of a page's main area (main_content) is Japanese by its kana: its content's text, the
+    chrome inside it (breadcrumbs, pagers, edit links: is_chrome) and scripts and styles left out."""
+    pieces = [main.text or ""]
+    stack = list(reversed(main))  # no recursion: a page may nest thousands of elements deep
+    while stack:
+        el = stack.pop()
+        pieces.append(el.tail or "")  # the tail is the parent's text, whatever the element is
+        if el.tag.__class__ is not str or el.tag in ("script", "style") or is_chrome(el):
+            continue
+        pieces.append(el.text or "")
+        stack.extend(reversed(el))
+    text = "".join(pieces)
+    letters = sum(ch.isalpha() for ch in text)
+    return bool(letters) and len(_KANA.findall(text)) >= JAPANESE_KANA_SHARE * letters
+
+
+def text_language(root, main=None) -> str:
+    """The page's language: `<html lang>`'s primary subtag (page_language), or "ja" when the page declares
+    another but the text of its main area (`main`, else main_content's) is Japanese (written_in_japanese)."""
+    declared = page_language(root)
+    if declared in ("", "ja"):
+        return declared
+    main = main if main is not None else main_content(root)
+    return "ja" if main is not None and written_in_japanese(main) else declared
+
+
 def generator_meta(root) -> str:
     """The content of `<meta name="generator">` ("Hugo 0.111.3", "Jekyll v4.3.1", …), or ""."""
     for meta in root.iter("meta"):

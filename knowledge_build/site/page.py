@@ -51,7 +51,7 @@ class Page:
     unreadable: bool = False  # the file could not be read or decoded: nothing else is known
     parts: list = field(default_factory=list)  # sections.Part: every section and table (`sections` not off)
     redirect: bool = False  # a <meta http-equiv="refresh"> stub that sends the reader elsewhere
-    lang: str = ""  # <html lang>'s primary subtag ("ja", "en"), "" when the page does not say
+    lang: str = ""  # <html lang>'s primary subtag ("ja", "en"), "" when the page does not say; "ja" when its text is (written_in_japanese)
     breadcrumbs: tuple[str, ...] = ()  # a built page's breadcrumb trail, the page itself left out
     skip_reason: str = ""  # why the scan read nothing of the page although it could (an untitled fragment)
     left_out: dict[str, int] = field(default_factory=dict)  # why -> how many: what was matched but not indexed

@@ -18,7 +18,7 @@ import lxml.html
 from ..html.box_text import box_title, clean, descendants, display_title, node_text, strip_emoji
 from ..html.blocks import HEADINGS
 from ..html.main_content import (breadcrumbs, first_heading, in_main_area, is_placeholder_title, main_content,
-                                 page_language, strip_site_name)
+                                 strip_site_name, text_language)
 from ..kinds import BY_TYPE, KNOWLEDGE_ID, type_of_id
 from ..text.tex import readable
 from .front_matter import front_matter_from_source, split_front_matter
@@ -113,7 +113,7 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
         return
     stopped = _parser_messages(page, parser.error_log, offset)
     page.redirect = bool(_REFRESH(root))
-    page.lang = page_language(root)
+    page.lang = text_language(root)  # a theme's lang="en" on a page written in Japanese is "ja"
     page.breadcrumbs = breadcrumbs(root)
     main = None  # the main area, asked once a box or an untitled page needs it
     if not page.front_matter.get("title"):

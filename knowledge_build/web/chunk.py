@@ -26,4 +26,4 @@ class FetchedPage:
     title: str  # the page's <title> as it is (the site name still in it)
     html: str
     crawled_at: str  # ISO 8601, UTC, seconds
-    language: str = ""  # <html lang>, primary subtag (main_content.page_language)
+    language: str = ""  # <html lang>, primary subtag, or "ja" for a page written in Japanese (main_content.text_language)

@@ -273,11 +273,11 @@ class Crawler:
                 raise CrawlError(f"not HTML ({media})")
             body = await self._body(response)
             html = _decode(body, response.charset_encoding)
-        from ..html.main_content import page_language
+        from ..html.main_content import text_language
         from .extract import page_title, parse_html
 
         root = parse_html(html)
-        return FetchedPage(url=url, title=page_title(root), html=html, crawled_at=_now(), language=page_language(root))
+        return FetchedPage(url=url, title=page_title(root), html=html, crawled_at=_now(), language=text_language(root))
 
     async def _body(self, response) -> bytes:
         limit = self.settings.max_bytes

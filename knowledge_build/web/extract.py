@@ -76,11 +76,11 @@ def page_chunks(page: FetchedPage, *, max_chars: int = 800, site_name: str = "")
     """The page's section and table chunks in page order (see the module docstring); `site_name` is
     the name its site's titles end with (crawl_site_names), "" when not known. A page without text
     gives no chunks. SectionsUnavailable when the Japanese tokenizer the chunkers need is missing."""
-    from ..html.main_content import page_language
+    from ..html.main_content import text_language
 
     root = parse_html(page.html)
     title = chunk_title(root, site_name)
-    language = page.language or page_language(root)
+    language = page.language or text_language(root)
     try:
         from ..html.sections import page_parts
 
