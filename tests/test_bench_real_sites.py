@@ -68,3 +68,22 @@ def test_a_label_naming_no_id_of_the_built_page_is_refused_in_one_line(site):
     message = str(refused.value)
     assert message == (f"{site / 'questions.jsonl'}:2: error: no id 'nowhere' in guide/index.html. "
                        "Fix: give a heading's id (or '' for the whole page).")
+
+
+def test_pagefinds_links_are_judged_like_every_other_systems(site, monkeypatch):
+    """--pagefind: the links Pagefind's UI shows, in order, judged by where they land (the Pagefind run
+    itself, npm and Chromium, is bench/browser/pagefind_run.py's and measured there)."""
+    import types
+
+    asked = {}
+
+    def results(site_dir, baseurl, queries, work, k):
+        asked.update(site_dir=site_dir, queries=queries, k=k)
+        return {"results": {"how to install": ["/guide/#usage", "/docs/guide/#linux", "/guide/#install"]}}
+
+    monkeypatch.setitem(sys.modules, "pagefind_run", types.SimpleNamespace(pagefind_results=results))
+    built = bench.BuiltSite(site / "out")
+    ranks, pages = bench.pagefind_runs(built, [label(), bench.Label("q2", "nothing", "exact", "guide/index.html", "")],
+                                       site / "work")
+    assert ranks == {"Pagefind 1.6": [2, None]} and pages == {"Pagefind 1.6": [1, None]}
+    assert asked == {"site_dir": built.output, "queries": ["how to install", "nothing"], "k": bench.K}

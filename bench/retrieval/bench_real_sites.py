@@ -1,7 +1,7 @@
 """Retrieval on real documentation sites built by their owners' generators (issue 40): the owner's path
 against plain baselines over the same built pages, in the same run.
 
-    python bench/retrieval/bench_real_sites.py FOLDER [--cache-dir DIR] [--sites a,b]
+    python bench/retrieval/bench_real_sites.py FOLDER [--cache-dir DIR] [--sites a,b] [--pagefind WORK]
 
 FOLDER holds one folder per site, kept outside the repository (their text is not ours); this script
 fetches nothing. Each <name>/ holds:
@@ -23,7 +23,9 @@ fragment (an id, or a text directive) lands inside the labelled heading's sectio
 - BM25 (k1 1.2, b 0.75; bm25s) with fugashi words over whole pages and over heading sections of
   the pages' main area (<main>, [role=main], <article>, else <body>; nav, header, footer left out);
 - e5 (the local model, "passage: "/"query: ") over the same sections; RRF (k 60) of BM25 sections
-  and e5 (bench_outside_boxes.py's baselines).
+  and e5 (bench_outside_boxes.py's baselines);
+- with `--pagefind WORK`, Pagefind 1.6 (its extended, Japanese-segmenting release, from npm once) over a
+  copy of the output, searched in headless Chromium in its default UI's order (bench/browser/pagefind_run.py).
 
 Prints, per site, pages found / indexed / skipped (with reasons), and per question kind hit@1 /
 hit@5 / MRR@10 for every system. The figures go to docs/retrieval.md ("Real sites").
@@ -303,6 +305,18 @@ def owner_runs(site: BuiltSite, labels: list[Label], cache_dir: Path, folder: Pa
     return ranks, pages, summary, top
 
 
+def pagefind_runs(site: BuiltSite, labels: list[Label], work: Path) -> tuple[dict, dict]:
+    """Pagefind 1.6 over a copy of the built output, each question searched in headless Chromium
+    (bench/browser/pagefind_run.py: its default UI's order, the first K distinct links)."""
+    sys.path.insert(0, str(HERE.parent / "browser"))
+    from pagefind_run import pagefind_results
+
+    found = pagefind_results(site.output, "", [label.query for label in labels], work, k=K)["results"]
+    hits = [[(site.page_of_url(url), urlsplit(url).fragment) for url in found.get(label.query, [])] for label in labels]
+    return ({"Pagefind 1.6": [first_hit(h, site, label) for h, label in zip(hits, labels)]},
+            {"Pagefind 1.6": [first_page([p for p, _ in h], label) for h, label in zip(hits, labels)]})
+
+
 def baseline_runs(site: BuiltSite, labels: list[Label], cache_dir: Path) -> tuple[dict, dict, int]:
     words = word_tokenizer()
     if words is None:
@@ -365,6 +379,8 @@ def main() -> None:
     parser.add_argument("folder", type=Path, metavar="FOLDER")
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "knowledge-build")
     parser.add_argument("--sites", default="", help="comma-separated site folder names (default: all)")
+    parser.add_argument("--pagefind", type=Path, metavar="WORK", help="also run Pagefind 1.6 (npm, once) in "
+                        "headless Chromium over a copy of each site made under WORK/<site>")
     parser.add_argument("--details", type=Path, help="write each question's ranks and the owner's hybrid "
                         "top 5 here (JSON lines), to read the misses")
     args = parser.parse_args()
@@ -383,6 +399,10 @@ def main() -> None:
         ranks, pages, summary, top = owner_runs(site, labels, args.cache_dir, args.folder / name)
         base_ranks, base_pages, sections = baseline_runs(site, labels, args.cache_dir / "real-sites")
         ranks |= base_ranks
+        if args.pagefind:
+            pagefind_ranks, pagefind_pages = pagefind_runs(site, labels, args.pagefind / name)
+            ranks |= pagefind_ranks
+            base_pages |= pagefind_pages
         report(name, labels, ranks, pages | base_pages, summary, sections)
         if args.details:
             with open(args.details, "a", encoding="utf-8") as out:
