@@ -41,7 +41,7 @@ class Extraction:
     chunks: list[Chunk]
     diagnostics: list[Diagnostic] = field(default_factory=list)
     summary: dict = field(default_factory=dict)  # pages found, indexed and skipped with why (page_summary)
-    foreign: frozenset = frozenset()  # pages (rel) whose <html lang> is not Japanese: analysed by their words
+    foreign: frozenset = frozenset()  # pages (rel) in another language (text_language): analysed by their words
 
 
 @dataclass

@@ -48,7 +48,7 @@ def build_corpus(corpus: Path, cache_dir: Path) -> Callable[[Path], Path]:
     return make
 
 
-# The background build shares the machine with the workers (see tests/conftest.py's `one_model_thread`): it may
+# The background build shares the machine with the workers (see tests/conftest.py's `pytest_configure`): it may
 # use every core, but its threads sleep instead of spinning while they wait for one another, so that a busy
 # machine slows it down instead of wasting a core on the wait. Vectors do not depend on the thread count.
 BACKGROUND_BUILD_THREADS = {"OMP_NUM_THREADS": str(os.cpu_count() or 1), "OMP_WAIT_POLICY": "PASSIVE"}

@@ -9,15 +9,15 @@ import lxml.etree
 import pytest
 
 from knowledge_build.html.main_content import (
+    JAPANESE_KANA_SHARE,
     breadcrumbs,
     generator_meta,
     is_chrome,
     main_content,
-    JAPANESE_KANA_SHARE,
     page_language,
-    written_in_japanese,
     site_name_suffix,
     strip_site_name,
+    written_in_japanese,
 )
 from knowledge_build.html.sections import page_parts
 from knowledge_build.web.extract import parse_html
