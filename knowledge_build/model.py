@@ -33,6 +33,8 @@ class Chunk:
     source_path: str = ""
     label: str = ""  # the box's number label (「コツ2」「練習1」) taken off its title
     parents: tuple[str, ...] = ()  # sections and tables: the enclosing headings (breadcrumb), outermost first
+    version: str = ""  # the site version its page belongs to (site/facets.py); "" when the site has one
+    language: str = ""  # its page's language when the site has several (site/facets.py); "" otherwise
 
     def to_dict(self) -> dict:
         # Every field is a str, int or tuple of str, so a shallow copy is enough; asdict's recursive
@@ -44,6 +46,9 @@ class Chunk:
             data["parents"] = list(self.parents)
         else:
             del data["parents"]  # optional: a box's JSON is what it was before sections existed
+        for facet in ("version", "language"):  # optional: a site without facets writes what it did before them
+            if not data[facet]:
+                del data[facet]
         return data
 
     @classmethod

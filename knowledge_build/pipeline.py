@@ -27,6 +27,7 @@ from .index.layout import MANIFEST
 from .model import Chunk, retrieval_content
 from .progress import Progress
 from .site.jekyll import Site, find_pages, open_site, title_suffix
+from .site.facets import Facets, site_facets
 from .site.page import Page
 from .site.scan import UNTITLED, scan_page
 from .text.ja import ANALYZER, FIELDS, analyze_box
@@ -42,6 +43,7 @@ class Extraction:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     summary: dict = field(default_factory=dict)  # pages found, indexed and skipped with why (page_summary)
     foreign: frozenset = frozenset()  # pages (rel) in another language (text_language): analysed by their words
+    facets: Facets = field(default_factory=Facets)  # the site's versions and languages (site/facets.py)
 
 
 @dataclass
@@ -73,7 +75,7 @@ def extract(config: Config, slugs: TokenCache | None = None, keep_pages: bool = 
     maker, pages, page_diagnostics, reasons = ChunkMaker(site, config.sections), [], [], {}
     paths = find_pages(site)
     site.title_suffix = title_suffix(site, paths)
-    languages, foreign, left_out = Counter(), set(), Counter()
+    languages, foreign, left_out, page_langs = Counter(), set(), Counter(), {}
     # closing(): an error ends the section memory at once
     with closing(_scan_pages(site, paths, config, slugs)) as scanned, \
             Progress("reading pages", len(paths), "page", progress) as bar:
@@ -81,6 +83,7 @@ def extract(config: Config, slugs: TokenCache | None = None, keep_pages: bool = 
             bar.update()
             reasons[page.rel] = _unindexed_reason(page, config.sections)
             languages[page.lang] += bool(page.lang)
+            page_langs[page.rel] = page.lang
             left_out.update(page.left_out)
             if page.lang and page.lang != "ja":
                 foreign.add(page.rel)
@@ -89,10 +92,20 @@ def extract(config: Config, slugs: TokenCache | None = None, keep_pages: bool = 
             if keep_pages:
                 pages.append(page)
     chunk_set = maker.finish()
+    facets = site_facets(site.root, [path.relative_to(site.root).as_posix() for path in paths], page_langs)
+    chunks = with_facets(chunk_set.chunks, facets)
     site.lang = site.lang or next((lang for lang, n in languages.most_common(1) if n), "")
     diagnostics = site.diagnostics + page_diagnostics + chunk_set.diagnostics
-    summary = page_summary(site, reasons, chunk_set.chunks, left_out + chunk_set.left_out)
-    return Extraction(site, pages, chunk_set.chunks, diagnostics, summary, frozenset(foreign))
+    summary = page_summary(site, reasons, chunks, left_out + chunk_set.left_out)
+    return Extraction(site, pages, chunks, diagnostics, summary, frozenset(foreign), facets)
+
+
+def with_facets(chunks: list[Chunk], facets: Facets) -> list[Chunk]:
+    """Each chunk with its page's version and language (unchanged on a site without facets)."""
+    if not facets.version and not facets.language:
+        return chunks
+    return [replace(c, version=facets.version.get(c.source_path, ""), language=facets.language.get(c.source_path, ""))
+            for c in chunks]
 
 
 def _unindexed_reason(page: Page, sections: str) -> str:
@@ -255,12 +268,13 @@ def build(config: Config, embedder=None, progress: bool = False, strict: bool = 
     site_info = {"url": site.url, "baseurl": site.baseurl, **({"categories": site.categories} if site.categories else {}),
                  "generator": site.generator, **{k: v for k, v in (("name", site.name), ("description", site.description),
                                                                    ("lang", site.lang)) if v},
-                 "pages": {k: extraction.summary[k] for k in ("found", "indexed")}}
+                 "pages": {k: extraction.summary[k] for k in ("found", "indexed")},
+                 **({"facets": extraction.facets.to_json()} if extraction.facets.to_json() else {})}
     with TokenCache(Path(config.cache_dir) / TOKENS_FILE) as token_cache:
         terms = BundleTerms(token_cache) if config.search_box else None
         postings = lexical_postings(chunks, token_cache, progress=progress, foreign=extraction.foreign,
                                     also=terms.add if terms else None)
-        bundle = search_box_files(chunks, config, terms) if terms else None
+        bundle = search_box_files(chunks, config, terms, extraction.facets.versions) if terms else None
         artifacts = assemble(chunks, vectors, postings, ANALYZER, describe(embedder), site_info,
                              config.dense_index, config.exact_max_rows, Path(config.cache_dir), extra_files=bundle)
     write_artifacts(artifacts, output)  # ArtifactWriteFailed (previous set untouched) on any OS error
@@ -270,7 +284,8 @@ def build(config: Config, embedder=None, progress: bool = False, strict: bool = 
                        time.perf_counter() - started, extraction.summary, site.note)
 
 
-def search_box_files(chunks: list[Chunk], config: Config, terms: BundleTerms | None = None) -> dict[str, bytes]:
+def search_box_files(chunks: list[Chunk], config: Config, terms: BundleTerms | None = None,
+                     versions=()) -> dict[str, bytes]:
     """The browser search bundle's files (browser/bundle.py), with the site's thesaurus; `terms`: the
     BundleTerms lexical_postings fed (without it the chunks are analysed here)."""
     from .browser.bundle import bundle_files
@@ -281,7 +296,7 @@ def search_box_files(chunks: list[Chunk], config: Config, terms: BundleTerms | N
         for start in range(0, len(chunks), 2000):
             batch = chunks[start:start + 2000]
             terms.add(batch, _analyzed(batch, None, frozenset()))
-    return bundle_files(chunks, load_thesaurus(config.thesaurus), terms.finish())
+    return bundle_files(chunks, load_thesaurus(config.thesaurus), terms.finish(), versions)
 
 
 def _kept(output: Path, build_id: str, diagnostics: list[Diagnostic], started: float) -> BuildResult:

@@ -175,7 +175,7 @@ def test_a_changed_function_file_is_applied_again_by_db_migrate(published_db, mo
     assert after["search"][0] != before["search"][0] and after["lexical"] == before["lexical"]
     with psycopg.connect(published_db) as conn:
         assert _grants(conn) == granted
-        source = conn.execute("select prosrc from pg_proc where proname = 'search_knowledge' and pronargs = 8")
+        source = conn.execute("select prosrc from pg_proc where proname = 'search_knowledge' and pronargs = 10")
         assert "greatest(0.5 * docs" in source.fetchone()[0]
 
 
@@ -208,7 +208,7 @@ def test_a_function_whose_return_type_changed_is_replaced_with_its_grants(publis
     assert migrated.output == "Applied functions/search.\n", migrated.output
     with psycopg.connect(published_db) as conn:
         result = conn.execute("select pg_get_function_result(p.oid) from pg_proc p where proname = 'search_knowledge'"
-                              " and pronargs = 8").fetchall()
+                              " and pronargs = 10").fetchall()
         assert len(result) == 1 and result[0][0].endswith("relevant boolean, probe integer)")
         assert _grants(conn) == granted
 

@@ -252,7 +252,7 @@ def test_search_with_a_database_url_answers_through_the_hybrid_rpc(published_db,
 
 def test_a_database_without_the_hybrid_rpc_still_gives_its_dense_ranking(published_db, fake_index_dir, caplog):
     with connect(published_db) as conn:
-        conn.execute("drop function search_knowledge(text, vector, int, float, text, text, text, text)")
+        conn.execute("drop function search_knowledge(text, vector, int, float, text, text, text, text, text, text)")
         conn.commit()
     index = KnowledgeIndex.open(fake_index_dir, embedder=FakeEmbedder())
     service = SearchService(index, published_db)

@@ -218,10 +218,12 @@ MEGABYTE = ("たすきがけ tasukigake " * 60_000)[:1_000_000]
 # Each function of the tool the public roles may call, with a 1 MB argument where it takes text: each
 # is refused by its input check (22023) or does bounded work (an equality or a linear pass).
 CALLS = {
-    "search_knowledge(text,vector,integer,double precision,text,text,text,text)":
-        "select count(*) from search_knowledge(query_text => 'x', filter_category => %(big)s)",
-    "search_knowledge(vector,integer,double precision,text,text,text,text)":
-        f"select count(*) from search_knowledge('{VECTOR}'::vector, 5, null, %(big)s, %(big)s, %(big)s, %(big)s)",
+    "search_knowledge(text,vector,integer,double precision,text,text,text,text,text,text)":
+        "select count(*) from search_knowledge(query_text => 'x', filter_category => %(big)s,"
+        " filter_version => %(big)s)",
+    "search_knowledge(vector,integer,double precision,text,text,text,text,text,text)":
+        f"select count(*) from search_knowledge('{VECTOR}'::vector, 5, null, %(big)s, %(big)s, %(big)s, %(big)s,"
+        " %(big)s, %(big)s)",
     "get_chunk_by_id(text)": "select count(*) from get_chunk_by_id(%(big)s)",
     "list_concepts(text,text)": "select count(*) from list_concepts(%(big)s, %(big)s)",
     "knowledge_number(text)": "select length(knowledge_number(%(big)s))",
@@ -231,8 +233,9 @@ CALLS = {
     "knowledge_bigrams(text)": "select count(*) from knowledge_bigrams(%(big)s)",
     "knowledge_romaji(text)": "select knowledge_romaji(%(big)s)",
     "knowledge_query_terms(text)": "select count(*) from knowledge_query_terms(%(big)s)",
-    "knowledge_passes(knowledge_chunks,text,text,text,text)":
-        "select count(*) from knowledge_chunks c where knowledge_passes(c, %(big)s, null, null, null)",
+    "knowledge_passes(knowledge_chunks,text,text,text,text,text,text)":
+        "select count(*) from knowledge_chunks c where knowledge_passes(c, %(big)s, null, null, null, %(big)s,"
+        " %(big)s)",
     "knowledge_intended_type(text)": "select knowledge_intended_type(%(big)s)",
     "knowledge_type_weight(text,text,boolean)": "select knowledge_type_weight(%(big)s, %(big)s, false)",
     "knowledge_fused(text,double precision,integer,integer[],double precision[])":

@@ -10,7 +10,8 @@ Files (flat in the set directory, each listed in the manifest like every other f
                                    so a query fetches only the shards of its characters and pairs
   knowledge-search-r<hash>.json    display records (id, url, title, type, level, learns, excerpt) of
                                    consecutive rows (record_rows), fetched only for the results shown
-  knowledge-search-p<hash>.bin     per row: its place (results of one place are grouped), type, level
+  knowledge-search-p<hash>.bin     per row: its place (results of one place are grouped), type, level, and on a
+                                   site with versions or languages (site/facets.py) the row's version and language
 The entry point lists every other file by the first DIGEST_BYTES bytes of its content's sha256 (base64 of
 the digests end to end: the entry is fetched whole on the first query, and a list of full hashes would more
 than double it); a reader checks each file against its digest before using it (README, "Search box on the
@@ -31,6 +32,7 @@ import hashlib
 import json
 import math
 import re
+from collections import Counter
 from functools import lru_cache
 from importlib import resources
 
@@ -224,9 +226,10 @@ def _json(value) -> bytes:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings) -> dict[str, bytes]:
+def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings, versions=()) -> dict[str, bytes]:
     """Every file of the bundle, by name. `thesaurus`: wording -> textbook terms (text/thesaurus.py's
-    load_thesaurus); `postings`: BundleTerms.finish() after it was fed every chunk, in order."""
+    load_thesaurus); `postings`: BundleTerms.finish() after it was fed every chunk, in order; `versions`: the
+    site's, newest first (site/facets.py), which the box answers from by ranking/facets.py's rule."""
     n = len(chunks)
     fields = {}
     scales = []
@@ -248,6 +251,10 @@ def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings) -> dic
     place = np.array([row - first.setdefault(c.url, row) for row, c in enumerate(chunks)], dtype=np.int64)
     codes = bytes(types.index(c.type) if c.type in types else 255 for c in chunks) + \
         bytes(levels.index(c.level) if c.level in levels else 255 for c in chunks)
+    facets = facet_entries(chunks, versions)
+    for name, values in facets.items():  # only the facets the site has: per row its code, 255 for none
+        order = [v["value"] for v in values]
+        codes += bytes(order.index(getattr(c, name)) if getattr(c, name) in order else 255 for c in chunks)
     rows = varints(place) + codes
     files[file_name("p", digest(rows))] = rows
     for name, data in static_files().items():
@@ -261,9 +268,23 @@ def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings) -> dic
         "levels": [{"value": v, "label": v} for v in levels],
         "thesaurus": {fold(w): list(ts) for w, ts in sorted(thesaurus.items())},
         "english": {slug.replace("-", " "): terms for slug, terms in sorted(english_terms().items())},
+        **{f"{name}s": values for name, values in facets.items()},
     }
     files[ENTRY] = _json(entry)
     return files
+
+
+def facet_entries(chunks, versions=()) -> dict[str, list[dict]]:
+    """{"version": [{value, label}] newest first, "language": […] most pages first}: only those the site has."""
+    out = {}
+    present = {c.version for c in chunks if c.version}
+    if present:
+        out["version"] = [{"value": v, "label": v} for v in [*[v for v in versions if v in present],
+                                                            *sorted(present - set(versions))]]
+    languages = Counter(c.language for c in chunks if c.language)
+    if languages:
+        out["language"] = [{"value": v, "label": v} for v, _ in sorted(languages.items(), key=lambda x: (-x[1], x[0]))]
+    return out
 
 
 def _term_shards(fields: dict, files: dict[str, bytes]) -> list[bytes]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..errors import BrokenBundle, QueryTooLong
 from .analysis import fold, query_terms, term_key
 from .bundle import ENTRY, FIELDS, file_name, fnv1a, safe_link
-from .verify import check_entry, checked, read_places, read_records, read_shard
+from .verify import FACET_KEYS, check_entry, checked, read_places, read_records, read_shard
 
 
 def type_weights(query: str, entry: dict) -> list[float]:
@@ -62,7 +62,10 @@ class BrowserIndex:
         self._shards: dict[int, dict] = {}
         name = file_name("p", self.digests["p"][0])
         data = self._read("p", 0)
-        self.place, self.type_codes, self.level_codes = read_places(data, self.entry["rows"], self.dir, name)
+        present = [key for key in FACET_KEYS if key in self.entry]
+        self.place, self.type_codes, self.level_codes, codes = read_places(data, self.entry["rows"], self.dir, name,
+                                                                          len(present))
+        self.facet_codes = dict(zip(present, codes))
         self._records: dict[int, list] = {}
 
     def _read(self, kind: str, number: int) -> bytes:
@@ -98,8 +101,11 @@ class BrowserIndex:
                     scores[row] = scores.get(row, 0.0) + unit * value
         return scores
 
-    def search(self, query: str, k: int = 5, type: str | None = None, level: str | None = None) -> list[BrowserResult]:
-        """The first `k` places, each led by its best row; QueryTooLong over the CLI's MAX_QUERY_CHARS."""
+    def search(self, query: str, k: int = 5, type: str | None = None, level: str | None = None,
+               version: str | None = None, language: str | None = None) -> list[BrowserResult]:
+        """The first `k` places, each led by its best row; QueryTooLong over the CLI's MAX_QUERY_CHARS.
+        `version`, `language`: ranking/facets.py's defaults when left out (the newest version)."""
+        from ..ranking.facets import default_facets
         from ..ranking.settings import MAX_QUERY_CHARS
 
         if len(query) > MAX_QUERY_CHARS:
@@ -116,6 +122,13 @@ class BrowserIndex:
         if level is not None:
             code = levels.index(level) if level in levels else -1
             scores = {r: s for r, s in scores.items() if self.level_codes[r] == code}
+        values = {key: [v["value"] for v in self.entry.get(key, [])] for key in FACET_KEYS}
+        wanted = default_facets({"version": version, "language": language}, query, values["versions"],
+                                values["languages"])
+        for key, value in (("versions", wanted["version"]), ("languages", wanted["language"])):
+            if value is not None and key in self.facet_codes:  # a row of no version (255) passes
+                code = values[key].index(value) if value in values[key] else -1
+                scores = {r: s for r, s in scores.items() if self.facet_codes[key][r] in (code, 255)}
         leads = leads_by_place(sorted(scores, key=lambda r: (-scores[r], r)), lambda row: self.place[row], k)
         return [self._result(row, scores[row]) for row in leads]
 

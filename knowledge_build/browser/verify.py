@@ -38,6 +38,10 @@ def _romaji_table(table) -> bool:
                     for k in ("rows", "contracted")))
 
 
+# The entry point's facet lists, in the order their codes follow the level codes in the places file.
+FACET_KEYS = ("versions", "languages")
+
+
 def check_entry(entry, where: Path) -> dict[str, list[bytes]]:
     """The digests of the entry point's files by kind (t, r, p), once its shape and counts are sound."""
     def broken(detail: str) -> BrokenBundle:
@@ -61,6 +65,12 @@ def check_entry(entry, where: Path) -> dict[str, list[bytes]]:
             and isinstance(levels, list) and len(levels) < 255 and all(
             isinstance(v, dict) and isinstance(v.get("value"), str) and isinstance(v.get("label"), str) for v in levels)):
         raise broken("types or levels are not lists of values and labels")
+    for key in FACET_KEYS:  # only on a site with versions or languages (site/facets.py)
+        values = entry.get(key, [])
+        if not (isinstance(values, list) and len(values) < 255 and all(
+                isinstance(v, dict) and isinstance(v.get("value"), str) and isinstance(v.get("label"), str)
+                for v in values)):
+            raise broken(f"{key} is not a list of values and labels")
     thesaurus, english = entry.get("thesaurus"), entry.get("english")
     if not (isinstance(thesaurus, dict) and all(map(_strings, thesaurus.values()))
             and isinstance(english, dict) and all(isinstance(v, str) for v in english.values())):
@@ -142,8 +152,10 @@ def read_shard(data: bytes, rows: int, where: Path, name: str) -> dict[str, list
     return out
 
 
-def read_places(data: bytes, rows: int, where: Path, name: str) -> tuple[list[int], bytes, bytes]:
-    """(place, type codes, level codes) per row; the file must hold exactly `rows` of each."""
+def read_places(data: bytes, rows: int, where: Path, name: str, facets: int = 0) -> tuple[list[int], bytes, bytes,
+                                                                                          list[bytes]]:
+    """(place, type codes, level codes, the codes of each of `facets` facets) per row; the file must hold
+    exactly `rows` of each."""
     reader = Reader(data, where, name)
     if 3 * rows > len(data):
         raise reader.broken(f"rows {rows} need at least {3 * rows} bytes, the file has {len(data)}")
@@ -153,9 +165,11 @@ def read_places(data: bytes, rows: int, where: Path, name: str) -> tuple[list[in
         if delta > row:
             raise reader.broken(f"row {row} names a place before row 0")
         place.append(row - delta)
-    if reader.left != 2 * rows:
-        raise reader.broken(f"{reader.left} bytes follow the places, not the {2 * rows} of {rows} rows' codes")
-    return place, data[reader.at:reader.at + rows], data[reader.at + rows:]
+    columns = 2 + facets
+    if reader.left != columns * rows:
+        raise reader.broken(f"{reader.left} bytes follow the places, not the {columns * rows} of {rows} rows' codes")
+    codes = [data[reader.at + i * rows:reader.at + (i + 1) * rows] for i in range(columns)]
+    return place, codes[0], codes[1], codes[2:]
 
 
 def read_records(data: bytes, count: int, where: Path, name: str) -> list[list]:

@@ -162,6 +162,11 @@ def _build_summary(result) -> dict:
               "name _data/categories.yml gives it.")
 @click.option("--material", help="Only chunks of this material: page file name without .html, or its title.")
 @click.option("--level", type=click.Choice(LEVELS))
+@click.option("--doc-version", "version", metavar="VERSION",
+              help="On a site with versions: only this one (1.7, v1.7 or an alias such as latest; 'all' for every "
+              "version, each place once). Default: the newest.")
+@click.option("--language", help="On a site in several languages: only pages in this one (ja, en; 'all'). "
+              "Default: Japanese for a question in Japanese script, else every language.")
 @click.option("--mode", type=click.Choice(["hybrid", "dense", "lexical"]), default="hybrid", show_default=True)
 @click.option("--min-similarity", type=click.FloatRange(0, 1), callback=lambda ctx, param, value: _not_nan(value),
               help="Drop results whose dense cosine is lower.")
@@ -173,8 +178,8 @@ def _build_summary(result) -> dict:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @DATABASE_OPTION
 @fail_on_library_errors
-def search(query, index_dir, site, k, type_, category, material, level, mode, min_similarity, min_relevance,
-           queries, fmt, database_url):
+def search(query, index_dir, site, k, type_, category, material, level, version, language, mode, min_similarity,
+           min_relevance, queries, fmt, database_url):
     """Search the knowledge chunks of an artifact set (the database first when one is configured)."""
     if not (query or "").strip() and queries is None:
         raise click.UsageError("give a QUERY (not only spaces), or --queries FILE.jsonl")
@@ -184,7 +189,7 @@ def search(query, index_dir, site, k, type_, category, material, level, mode, mi
     enable(config.debug_log)
     index = kb.open_search(config)
     filters = dict(k=k, type=type_, category=category, material=material, level=level, mode=mode,
-                   min_similarity=min_similarity, min_relevance=min_relevance)
+                   min_similarity=min_similarity, min_relevance=min_relevance, version=version, language=language)
     if queries is not None:
         for number, line in _queries_lines(queries):
             if line.strip():

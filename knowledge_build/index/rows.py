@@ -28,6 +28,8 @@ _BRIEF = re.compile(rb'"(id|material|url)":("(?:[^"\\]|\\.)*")')
 ROW_DTYPE = np.dtype([("offset", "<u8"), ("type", "u1"), ("level", "u1"), ("material", "<u4"),
                       ("category", "<u4"), ("concept", "<i4"), ("norm", "<f4")])
 COLUMN_NAMES = ("type", "level", "material", "category")
+# Facets of a page, not a row (site/facets.py): columns.json lists them per material, when the site has them.
+FACETS = ("version", "language")
 # A result's other locations (same concept elsewhere): at most this many. A generic heading
 # (「7.練習問題」 on 115 pages of the reference corpus) would list every page.
 MAX_LOCATIONS = 20
@@ -37,9 +39,11 @@ class Columns:
     """Per-row codes and the values they stand for; `materials` also carries each page's title."""
 
     def __init__(self, codes: dict[str, np.ndarray], values: dict[str, list[str]], material_titles: list[str],
-                 concept: np.ndarray, norms: np.ndarray | None = None):
+                 concept: np.ndarray, norms: np.ndarray | None = None, facets: dict[str, list[str]] | None = None):
         self.codes, self.values, self.material_titles, self.concept = codes, values, material_titles, concept
         self.norms = norms  # v2: the stored vectors' lengths (None: unit vectors, an in-memory index's float32)
+        # FACETS: per material (as values["material"]), its version or language ("" none); only those the site has
+        self.facets = {name: list(v) for name, v in (facets or {}).items() if any(v)}
         self.size = len(concept)
         self._index = {name: {v: i for i, v in enumerate(values[name])} for name in COLUMN_NAMES}
         part_codes = [i for i, t in enumerate(values["type"]) if t in PART_TYPES]
@@ -51,12 +55,27 @@ class Columns:
         index = {name: {v: i for i, v in enumerate(values[name])} for name in COLUMN_NAMES}
         codes = {name: np.array([index[name][getattr(c, name)] for c in chunks], dtype=np.uint32)
                  for name in COLUMN_NAMES}
-        titles = {}
+        titles, facets = {}, {name: {} for name in FACETS}
         for chunk in chunks:
             titles.setdefault(chunk.material, chunk.material_title)
-        return cls(codes, values, [titles[m] for m in values["material"]], concept_groups(chunks))
+            for name in FACETS:
+                facets[name].setdefault(chunk.material, getattr(chunk, name))
+        return cls(codes, values, [titles[m] for m in values["material"]], concept_groups(chunks),
+                   facets={name: [facets[name][m] for m in values["material"]] for name in FACETS})
+
+    def facet_values(self, name: str) -> list[str]:
+        """The versions or languages the rows have (sorted; none when the site has no such facet)."""
+        return sorted({v for v in self.facets.get(name, ()) if v})
+
+    def facet_of(self, row: int, name: str) -> str:
+        values = self.facets.get(name)
+        return values[int(self.codes["material"][row])] if values else ""
 
     def mask(self, name: str, value: str) -> np.ndarray:
+        if name in FACETS:  # a page outside every version (or language) folder passes: it is not one of them
+            values = self.facets.get(name) or []
+            wanted = [i for i, v in enumerate(values) if v in (value, "")]
+            return np.isin(np.asarray(self.codes["material"]), wanted) if values else np.ones(self.size, dtype=bool)
         code = self._index[name].get(value)
         if code is None:
             return np.zeros(self.size, dtype=bool)
@@ -80,7 +99,8 @@ class Columns:
 
     def to_json(self) -> dict:
         return {"type": self.values["type"], "level": self.values["level"], "category": self.values["category"],
-                "material": [[m, t] for m, t in zip(self.values["material"], self.material_titles)]}
+                "material": [[m, t] for m, t in zip(self.values["material"], self.material_titles)],
+                **{name: values for name, values in self.facets.items()}}
 
 
 def concept_groups(chunks: Sequence) -> np.ndarray:

@@ -31,7 +31,7 @@ from .layout import V2_CONTENT_FILES as CONTENT_FILES
 from .layout import V2_LEXICAL_FILES as LEXICAL_FILES
 from .layout import V2_ROWS as ROWS
 from .layout import V2_VECTORS as VECTORS
-from .rows import COLUMN_NAMES, ROW_DTYPE, ChunkRecords, Columns, concept_groups
+from .rows import COLUMN_NAMES, FACETS, ROW_DTYPE, ChunkRecords, Columns, concept_groups
 
 # A set whose files total at most this is verified in full on every open (sha256 of 32 MiB takes
 # about 0.05 s); larger ones at build and by `validate`.
@@ -171,10 +171,15 @@ def _columns(path: Path, rows: np.ndarray, n: int) -> Columns:
             raise ArtifactUnreadable(path, ROWS, f"a {name} code has no value in {COLUMNS}")
     if n and int(rows["concept"].min()) < -1:
         raise ArtifactUnreadable(path, ROWS, "a concept code is below -1")
+    facets = {name: data.get(name) for name in FACETS if name in data}
+    for name, per_material in facets.items():
+        if not isinstance(per_material, list) or len(per_material) != len(materials) \
+                or not all(isinstance(v, str) for v in per_material):
+            raise ArtifactUnreadable(path, COLUMNS, f'"{name}" is not one string per material')
     norms = rows["norm"]
     if n and not (np.all(np.isfinite(norms)) and float(norms.min()) > 0 and float(norms.max()) < 2.0):
         raise ArtifactUnreadable(path, ROWS, "a stored vector length is not in (0, 2) (the vectors are unit length)")
-    return Columns(codes, values, [t for _, t in materials], rows["concept"], norms)
+    return Columns(codes, values, [t for _, t in materials], rows["concept"], norms, facets)
 
 
 def _faiss(path: Path, manifest: dict, n: int, dim: int):

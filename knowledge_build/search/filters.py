@@ -2,7 +2,8 @@
 
 A filter value is matched against what the index holds: the stored value itself, or a name the
 site shows for it: a category's display name from `_data/categories.yml` (kept in the manifest as
-`site.categories`), a material's page title, a type's id prefix or plural (`def`, `rules`). Width,
+`site.categories`), a material's page title, a type's id prefix or plural (`def`, `rules`), a version with or
+without its `v` or by its alias (`latest`), `all` for every version or language (ranking/facets.py). Width,
 case, spaces and punctuation do not matter. A value that names nothing raises `UnknownFilterValue`
 listing the values that exist: an empty answer would read like "the site does not teach this".
 """
@@ -14,9 +15,10 @@ import re
 
 from ..errors import UnknownFilterValue
 from ..kinds import KINDS, LEVELS
+from ..ranking.facets import ALL, FACET_FILTERS
 from ..text.ja import nfkc
 
-FILTERS = ("type", "category", "material", "level")
+FILTERS = ("type", "category", "material", "level", "version", "language")
 # An error lists at most this many materials (the reference site has about a hundred): the
 # closest to what was asked.
 _SHOWN = 12
@@ -30,8 +32,10 @@ def _key(value: str) -> str:
 class FilterVocabulary:
     """Every value each filter accepts, and the stored value it stands for."""
 
-    def __init__(self, chunks=(), categories: dict[str, str] | None = None, columns=None):
-        """From the chunks, or from an index's columns (index_rows.Columns: the distinct values only)."""
+    def __init__(self, chunks=(), categories: dict[str, str] | None = None, columns=None,
+                 version_aliases: dict[str, str] | None = None):
+        """From the chunks, or from an index's columns (index_rows.Columns: the distinct values only);
+        `version_aliases`: the site's (latest -> 1.7, the manifest's site.facets)."""
         self.categories = dict(categories or {})
         self._stored: dict[str, dict[str, str]] = {name: {} for name in FILTERS}  # value -> label
         self._aliases: dict[str, dict[str, set[str]]] = {name: {} for name in FILTERS}
@@ -44,6 +48,13 @@ class FilterVocabulary:
             pairs += [(None, m, t) for m, t in zip(columns.values["material"], columns.material_titles)]
         else:
             pairs = [(c.category, c.material, c.material_title) for c in chunks]
+        for name in FACET_FILTERS:
+            found = columns.facet_values(name) if columns is not None else sorted({getattr(c, name, "") for c in chunks} - {""})
+            if found:
+                self._add(name, ALL, f"{ALL} (every {name})")
+            for value in found:
+                aliases = [a for a, v in (version_aliases or {}).items() if v == value] if name == "version" else []
+                self._add(name, value, value, *aliases, value[1:] if value[:1] in "vV" else "v" + value)
         for category, material, title in pairs:
             if category:
                 name = self.categories.get(category, "")
@@ -63,6 +74,8 @@ class FilterVocabulary:
         if value is None or (isinstance(value, str) and not value.strip()):
             return None
         value = str(value).strip()
+        if name in FACET_FILTERS and value.casefold() == ALL:
+            return ALL
         if value in self._stored[name]:
             return value
         found = sorted(self._aliases[name].get(_key(value), ()))

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import KnowledgeBuildError
 from ..model import Chunk
+from ..ranking.facets import default_facets
 from ..ranking.settings import SearchSettings, check_query
 from .channels import ArtifactChannels
 from .loader import ArtifactSet
@@ -110,11 +111,13 @@ class KnowledgeIndex:
 
     def search(self, query: str, k: int = 5, type=None, category=None, material=None, level=None,
                mode: str = "hybrid", min_similarity: float | None = None, dense_source=None,
-               min_relevance: float | None = None) -> list[SearchResult]:
+               min_relevance: float | None = None, version=None, language=None) -> list[SearchResult]:
         """Best `k` results. `dense_source(qvec, filters)` may supply the dense channel ({row: cosine})
         from another store (the database); None from it means: use the local FAISS index.
-        `min_relevance` drops results whose relevance is lower (an off-topic query then gets [])."""
-        prepared = self.prepared(query, k, mode, type=type, category=category, material=material, level=level)
+        `min_relevance` drops results whose relevance is lower (an off-topic query then gets []).
+        `version`, `language`: the site's facets; left out, ranking/facets.py's defaults (the newest version)."""
+        prepared = self.prepared(query, k, mode, type=type, category=category, material=material, level=level,
+                                 version=version, language=language)
         if prepared is None:
             return []
         query, filters, qvec, mode = prepared
@@ -129,7 +132,8 @@ class KnowledgeIndex:
         if mode not in MODES:
             raise KnowledgeBuildError(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}.")
         query = check_query(query)
-        filters = self.filters.resolve_all(**filters)
+        filters = default_facets(self.filters.resolve_all(**filters), query, self.artifacts.versions,
+                                 self.artifacts.languages)
         if not query or not len(self.artifacts) or k < 1:
             return None
         qvec = self.analyser.embed(query) if mode != "lexical" else None

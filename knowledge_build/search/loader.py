@@ -17,6 +17,7 @@ from ..index.postings import Postings, from_token_lists
 from ..index.rows import ChunkRecords, Columns
 from ..index.verify import open_verified
 from ..model import Chunk
+from ..ranking.facets import version_family
 from .filters import FilterVocabulary
 
 
@@ -33,12 +34,17 @@ class ArtifactSet:
         self.columns = columns if columns is not None else Columns.from_chunks(chunks)
         site = manifest.get("site") or {}
         self.site_url = str(site.get("url") or "")
-        self.filters = FilterVocabulary(categories=site.get("categories"), columns=self.columns)
+        facets = site.get("facets") or {}
+        self.versions = tuple(facets.get("versions") or ())  # newest first (ranking/facets.py)
+        self.languages = tuple(facets.get("languages") or ())
+        self.filters = FilterVocabulary(categories=site.get("categories"), columns=self.columns,
+                                        version_aliases=facets.get("version_aliases"))
         self.parts = self.columns.parts
         # Boxes and page parts (sections, tables) together: each kind gets its own candidates, and a
         # part may be lifted among the first places (ranking/places.py). Read once, not on every query.
         self.mixed = bool(self.parts.any() and not self.parts.all())
         self.postings = postings
+        self._family_materials: dict[str, list[str]] | None = None
 
     @classmethod
     def open(cls, path, embedder=None, embedder_options: dict | None = None, verify: bool | None = None) -> "ArtifactSet":
@@ -59,6 +65,35 @@ class ArtifactSet:
         # Relevance's coverage is measured against the anchored boxes it was calibrated on.
         return cls(path, manifest, ChunkRecords.of(chunks), index, from_token_lists(fields if chunks else {}, ~parts),
                    embedder)
+
+    def other_versions(self, chunk: Chunk) -> list[dict]:
+        """The same place (same path below the version folder, same anchor) in the site's other versions,
+        newest first (site/facets.py)."""
+        if not chunk.version or len(self.versions) < 2:
+            return []
+        family = version_family(chunk.material, chunk.version)
+        found = []
+        for material in self._families().get(family, ()):
+            row = self.row_of(f"{material}#{chunk.anchor}") if material != chunk.material else None
+            if row is not None:
+                other = self.chunks[row]
+                found.append({"version": other.version, "id": other.id, "url": other.url,
+                              "absolute_url": self.absolute_url(other.url)})
+        order = {v: i for i, v in enumerate(self.versions)}
+        return sorted(found, key=lambda x: order.get(x["version"], len(order)))
+
+    def _families(self) -> dict[str, list[str]]:
+        """Family (version_family) -> the materials of it, made on the first result that asks."""
+        if self._family_materials is not None:
+            return self._family_materials
+        versions = self.columns.facets.get("version") or []
+        families: dict[str, list[str]] = {}
+        for material, version in zip(self.columns.values["material"], versions):
+            family = version_family(material, version)
+            if family:
+                families.setdefault(family, []).append(material)
+        self._family_materials = families
+        return families
 
     @property
     def build_id(self) -> str:
@@ -91,6 +126,12 @@ class ArtifactSet:
     def url(self, row: int) -> str:
         """The row's link (its place) without decoding a v2 chunk."""
         return self.chunks.brief(row)[1]
+
+    def place_in_every_version(self, row: int) -> str:
+        """The row's place with its version folder taken out: the same place in every version of the site
+        (a search over all versions shows it once, ranking/facets.py)."""
+        url = self.url(row)
+        return version_family(url, self.columns.facet_of(row, "version")) or url
 
     def locations(self, row: int) -> tuple[dict, ...]:
         """The other places that teach the row's concept (the same title on another page): id, url,

@@ -46,12 +46,21 @@ class SearchResult:
     # The other chunks of the same place (ranking/places.py: the same url, e.g. a table's other rows), best
     # first: id, url, title, excerpt, score, similarity, relevance, relevant. `k` counts places.
     sub_results: tuple[dict, ...] = ()
+    # On a site with versions or languages (site/facets.py): this result's, and the same place in the site's
+    # other versions (version, id, url, absolute_url), newest first: one result links to each.
+    version: str = ""
+    language: str = ""
+    other_versions: tuple[dict, ...] = ()
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data["learns"] = list(self.learns)
         data["locations"] = [dict(x) for x in self.locations]
         data["sub_results"] = [dict(x) for x in self.sub_results]
+        data["other_versions"] = [dict(x) for x in self.other_versions]
+        for facet in ("version", "language", "other_versions"):  # a site without facets: what it was before
+            if not data[facet]:
+                del data[facet]
         return data
 
 
@@ -83,7 +92,10 @@ class Ranker:
         """The best `k` places of ranked (row, score, similarity, relevance) candidates as results,
         each with its place's other chunks (ranking/places.py) and the other places of its concept."""
         mixed = filters.get("type") is None and self.artifacts.mixed
-        found = by_place(candidates, lambda c: self.artifacts.url(c[0]), k,
+        place = self.artifacts.url
+        if self.artifacts.versions and filters.get("version") is None:  # every version: each place once
+            place = self.artifacts.place_in_every_version
+        found = by_place(candidates, lambda c: place(c[0]), k,
                          promote=self._liftable if mixed else None, within=self.settings.part_place)
         return [replace(self._result(*lead, source), locations=self.artifacts.locations(lead[0]),
                         sub_results=tuple(self._sub_result(*other) for other in others))
@@ -143,7 +155,8 @@ class Ranker:
                             excerpt=chunk.excerpt, similarity=similarity, score=round(score, 6),
                             type=chunk.type, material=chunk.material, anchor=chunk.anchor, source=source,
                             absolute_url=self.artifacts.absolute_url(chunk.url), relevance=relevance,
-                            relevant=relevance >= self.settings.relevance_threshold)
+                            relevant=relevance >= self.settings.relevance_threshold, version=chunk.version,
+                            language=chunk.language, other_versions=tuple(self.artifacts.other_versions(chunk)))
 
     def _sub_result(self, row: int, score: float, similarity: float, relevance: float) -> dict:
         """Another chunk of a result's place (ranking/places.py), as the result lists it in `sub_results`."""

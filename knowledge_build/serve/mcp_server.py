@@ -41,8 +41,10 @@ similarity, relevance, relevant). top_k counts places: chunks sharing a url are 
 Top-level `relevant` is false when no result is relevant: the site has nothing on the
 question, do not cite these results. min_relevance (0-1, e.g. 0.5) drops results below it.
 Filters: type, category (id or the name the site gives it), material (page name or
-title), level (基礎, 標準, 発展). A filter value the site does not have is an error naming
-the values it has. include_sources (default: true when web sources are stored, and no filter
+title), level (基礎, 標準, 発展); on a site with versions or languages, version (default: the
+newest; "all": every version, each place once, other_versions linking the rest) and language
+(default: ja for a question in Japanese script). A filter value the site does not have is an
+error naming the values it has. include_sources (default: true when web sources are stored, and no filter
 is given) mixes chunks of crawled web pages into the list (source "web", source_url, heading;
 with relevance and relevant measured the same way)."""
 
@@ -76,7 +78,8 @@ def _register_search(server, service, sources, description: str) -> None:
     @server.tool(description=description)  # SEARCH_DESCRIPTION, naming the site
     def search_knowledge(query: str, top_k: int = 5, type: str | None = None, category: str | None = None,
                          material: str | None = None, level: str | None = None, min_relevance: float | None = None,
-                         include_sources: bool | None = None):
+                         include_sources: bool | None = None, version: str | None = None,
+                         language: str | None = None):
         if not query or not query.strip():
             return _error("query is required")
         if top_k < 1:
@@ -85,11 +88,11 @@ def _register_search(server, service, sources, description: str) -> None:
             return _error("min_relevance must be between 0 and 1")
         try:
             results = service.search(query, k=_top_k(top_k), type=type, category=category, material=material,
-                                     level=level, min_relevance=min_relevance)
+                                     level=level, min_relevance=min_relevance, version=version, language=language)
         except (kb.InputTooLarge, kb.UnknownFilterValue) as exc:
             return _error(str(exc))
         site = [r.to_dict() for r in results]
-        filtered = any(v is not None for v in (type, category, material, level, min_relevance))
+        filtered = any(v is not None for v in (type, category, material, level, min_relevance, version, language))
         if sources is not None and (include_sources or (include_sources is None and not filtered)):
             site = mixed(site, web_results(sources, query, _top_k(top_k), min_relevance), _top_k(top_k))
         log_retrieval(query, site)

@@ -162,9 +162,11 @@ class SearchService:
 
     def search(self, query: str, k: int = 5, type=None, category=None, material=None, level=None,
                mode: str = "hybrid", min_similarity: float | None = None,
-               min_relevance: float | None = None) -> list[SearchResult]:
+               min_relevance: float | None = None, version=None, language=None) -> list[SearchResult]:
+        """`version`, `language`: the site's facets (ranking/facets.py: left out, the newest version)."""
         if mode in ("hybrid", "lexical") and self.database_url and self._hybrid_available:
-            found = self._hybrid(query, k, dict(type=type, category=category, material=material, level=level), mode,
+            found = self._hybrid(query, k, dict(type=type, category=category, material=material, level=level,
+                                                version=version, language=language), mode,
                                  min_similarity, min_relevance)
             if found is not None:
                 return found
@@ -173,7 +175,7 @@ class SearchService:
             return self._with_database("search", lambda conn: self._dense_rows(conn, qvec, filters))
 
         return self.index.search(query, k, type, category, material, level, mode, min_similarity, from_database,
-                                 min_relevance=min_relevance)
+                                 min_relevance=min_relevance, version=version, language=language)
 
     def get(self, chunk_id: str) -> dict:
         """The full chunk as a dict, with `absolute_url` and `source`."""

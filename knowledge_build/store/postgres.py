@@ -22,6 +22,8 @@ FROZEN_AT = "010_repeatable_functions"  # from here on no migration is edited (t
 EDITED_BEFORE_FREEZE = ("006_hybrid",)  # 13 texts in its history; a database that lacks 010 runs today's again
 _FIELDS = ("id", "material", "anchor", "url", "title", "content", "excerpt", "learns", "learns_source", "type",
            "category", "level", "prerequisites", "content_hash")
+# What publish writes: the chunk's fields and its facets (migration 011; "" on a site without them).
+_WRITTEN = (*_FIELDS, "version", "language")
 
 
 def connect(url: str, connect_timeout: float = 5.0, statement_timeout_ms: int | None = None):
@@ -242,18 +244,19 @@ def _upsert(conn, source, rows: list[int], progress: bool) -> None:
     numbers = {chunk_id: start + i for i, chunk_id in
                enumerate(sorted(chunk["id"] for chunk in chunks.values() if chunk["id"] not in known), start=1)}
     conn.execute("create temporary table knowledge_incoming (like knowledge_chunks including defaults) on commit drop")
-    columns = ", ".join((*_FIELDS, "embedding", "num", "fingerprint"))
+    columns = ", ".join((*_WRITTEN, "embedding", "num", "fingerprint"))
     with Progress("publishing", len(rows), "row", progress) as bar, \
             conn.cursor().copy(f"copy knowledge_incoming ({columns}) from stdin") as copy:
         for start_at in range(0, len(rows), 2000):
             batch = rows[start_at:start_at + 2000]
             for row, vector in zip(batch, source.vectors(batch)):
                 chunk = chunks[row]
-                copy.write_row([*(list(chunk[k]) if k in ("learns", "prerequisites") else chunk[k] for k in _FIELDS),
+                copy.write_row([*(list(chunk[k]) if k in ("learns", "prerequisites") else chunk.get(k, "")
+                                  for k in _WRITTEN),
                                 np.asarray(vector, dtype=np.float32), numbers.get(chunk["id"]),
                                 source.fingerprints[row]])
                 bar.update(1)
-    updates = ", ".join(f"{c} = excluded.{c}" for c in (*_FIELDS[1:], "embedding", "fingerprint"))  # a number stays
+    updates = ", ".join(f"{c} = excluded.{c}" for c in (*_WRITTEN[1:], "embedding", "fingerprint"))  # a number stays
     conn.execute(f"insert into knowledge_chunks ({columns}) select {columns} from knowledge_incoming"
                  f" on conflict (id) do update set {updates}, updated_at = now()")
 
@@ -277,24 +280,24 @@ def query_vector(vector) -> np.ndarray:
 
 
 def dense_search(conn, vector: np.ndarray, count: int, category=None, type=None, material=None,
-                 level=None) -> list[tuple]:
+                 level=None, version=None, language=None) -> list[tuple]:
     """(id, similarity, url, title, learns, excerpt, type, material, anchor) rows from the RPC."""
     return conn.execute(
         "select id, similarity, url, title, learns, excerpt, type, material, anchor"
-        " from search_knowledge(%s, %s, null, %s, %s, %s, %s)",
-        (query_vector(vector), count, category, type, material, level)).fetchall()
+        " from search_knowledge(%s, %s, null, %s, %s, %s, %s, %s, %s)",
+        (query_vector(vector), count, category, type, material, level, version, language)).fetchall()
 
 
 def hybrid_search(conn, query: str, vector: np.ndarray | None, count: int, min_similarity: float | None = None,
-                  category=None, type=None, material=None, level=None) -> list[tuple]:
-    """(id, score, similarity, relevance) rows, best first, from the hybrid RPC (migration 006);
+                  category=None, type=None, material=None, level=None, version=None, language=None) -> list[tuple]:
+    """(id, score, similarity, relevance) rows, best first, from the hybrid RPC (store/functions/search.sql);
     `vector` None: its lexical channel alone."""
     return conn.execute(
         "select id, score, similarity, relevance from search_knowledge(query_text => %s, query_embedding => %s,"
         " match_count => %s, match_threshold => %s, filter_category => %s, filter_type => %s,"
-        " filter_material => %s, filter_level => %s)",
+        " filter_material => %s, filter_level => %s, filter_version => %s, filter_language => %s)",
         (query, None if vector is None else query_vector(vector), count, min_similarity,
-         category, type, material, level)).fetchall()
+         category, type, material, level, version, language)).fetchall()
 
 
 def get_chunk(conn, chunk_id: str) -> dict | None:

@@ -74,15 +74,18 @@ function mount(container) {
     placeholder: "サイト内を検索（例：たすきがけ）", autocomplete: "off", spellcheck: "false", maxlength: MAX_QUERY });
   const type = filter("種類", "すべての種類");
   const level = filter("レベル", "すべてのレベル");
+  const version = filter("版", "最新の版");  // shown on a site with versions; left empty: the newest (ranking/facets.py)
   const status = el("p", { class: "ks-status", role: "status" });
   const list = el("ul", { class: "ks-results", id: `ks-list-${n}`, role: "listbox", "aria-label": "検索結果",
     hidden: "" });
-  const root = el("div", { class: "ks", hidden: "" }, el("div", { class: "ks-bar" }, input, type, level), status, list);
+  const root = el("div", { class: "ks", hidden: "" }, el("div", { class: "ks-bar" }, input, type, level, version), status,
+    list);
   let index = null, results = [], active = -1, latest = 0, timer = 0;
 
   function load() {
     index ??= open(bundle).then((opened) => {
-      for (const [select, values] of [[type, opened.filters.types], [level, opened.filters.levels]]) {
+      const versions = opened.filters.versions.length ? [...opened.filters.versions, { value: "all", label: "すべての版" }] : [];
+      for (const [select, values] of [[type, opened.filters.types], [level, opened.filters.levels], [version, versions]]) {
         select.append(...values.map(({ value, label }) => el("option", { value, text: label })));
         select.hidden = values.length < 2;
       }
@@ -108,11 +111,11 @@ function mount(container) {
     if (!shown) move(-1);
   }
 
-  // The list says which query and filters it answers (data-query, data-type, data-level).
+  // The list says which query and filters it answers (data-query, data-type, data-level, data-version).
   function show(found, query, chosen = {}) {
     results = found;
     move(-1);
-    Object.assign(list.dataset, { query, type: chosen.type || "", level: chosen.level || "" });
+    Object.assign(list.dataset, { query, type: chosen.type || "", level: chosen.level || "", version: chosen.version || "" });
     list.replaceChildren(...found.map((result, i) => option(result, `ks-${n}-${i}`)));
     status.textContent = !query ? "" : found.length ? `${found.length} 件` : `「${query}」は見つかりませんでした`;
     expand(true);
@@ -124,7 +127,7 @@ function mount(container) {
     clearTimeout(timer);
     const mine = ++latest;
     const query = input.value.trim();
-    const chosen = { type: type.value || null, level: level.value || null };
+    const chosen = { type: type.value || null, level: level.value || null, version: version.value || null };
     if (!query) return show([], "");
     try {
       const opened = await load();
@@ -165,7 +168,7 @@ function mount(container) {
       }
     }
   });
-  for (const select of [type, level]) select.addEventListener("change", run);
+  for (const select of [type, level, version]) select.addEventListener("change", run);
   list.addEventListener("click", () => expand(false));
   document.addEventListener("pointerdown", (event) => { if (!root.contains(event.target)) expand(false); });
   root.addEventListener("focusout", (event) => { if (!root.contains(event.relatedTarget)) expand(false); });

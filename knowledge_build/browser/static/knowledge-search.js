@@ -203,7 +203,11 @@ function readShard(data, rows, name) {
   return out;
 }
 
-function readPlaces(data, rows, name) {
+// The entry point's facet lists (a site with versions or languages), in the order their codes follow the
+// level codes in the places file (browser/verify.py FACET_KEYS).
+const FACET_KEYS = ["versions", "languages"];
+
+function readPlaces(data, rows, name, facets = []) {
   if (3 * rows > data.length) throw broken(name, `rows ${rows} need at least ${3 * rows} bytes, the file has ${data.length}`);
   const read = reader(data, name), place = new Array(rows);
   for (let row = 0; row < rows; row++) {
@@ -211,8 +215,21 @@ function readPlaces(data, rows, name) {
     if (delta > row) throw broken(name, `row ${row} names a place before row 0`);
     place[row] = row - delta;
   }
-  if (read.left() !== 2 * rows) throw broken(name, `${read.left()} bytes follow the places, not the ${2 * rows} of ${rows} rows' codes`);
-  return { place, types: data.subarray(read.at, read.at + rows), levels: data.subarray(read.at + rows) };
+  const columns = 2 + facets.length;
+  if (read.left() !== columns * rows) throw broken(name, `${read.left()} bytes follow the places, not the ${columns * rows} of ${rows} rows' codes`);
+  const codes = (i) => data.subarray(read.at + i * rows, read.at + (i + 1) * rows);
+  return { place, types: codes(0), levels: codes(1), facets: Object.fromEntries(facets.map((key, i) => [key, codes(2 + i)])) };
+}
+
+// Which version and language a query is answered from when it names none (ranking/facets.py, stated there):
+// the newest version; Japanese pages for a question in Japanese script, when the site has some; "all": every one.
+const JAPANESE_SCRIPT = /[\u3041-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]/;
+export function facetDefaults(query, versions, languages, { version = null, language = null } = {}) {
+  const wanted = JAPANESE_SCRIPT.test(query || "") && languages.includes("ja") ? "ja" : null;
+  return {
+    version: version === "all" ? null : version !== null ? version : versions.length ? versions[0] : null,
+    language: language === "all" ? null : language !== null ? language : wanted,
+  };
 }
 
 function parseJson(data, name) {
@@ -251,6 +268,9 @@ function checkEntry(entry) {
   if (!Array.isArray(types) || types.length >= 255 || !types.every((t) => labelled(t) && isNumber(t.weight) && isNumber(t.named) && strings(t.words))
       || !Array.isArray(levels) || levels.length >= 255 || !levels.every(labelled)) {
     fail("types or levels are not lists of values and labels");
+  }
+  if (!FACET_KEYS.every((key) => entry[key] === undefined || (Array.isArray(entry[key]) && entry[key].length < 255 && entry[key].every(labelled)))) {
+    fail("versions or languages are not lists of values and labels");
   }
   if (!isTable(thesaurus) || !Object.values(thesaurus).every(strings) || !isTable(english) || !Object.values(english).every(isText)) {
     fail("thesaurus or english is not a table of terms");
@@ -323,7 +343,7 @@ export async function open(base) {
   };
   const shard = (number) => load("t", number, (data, name) => readShard(data, entry.rows, name));
   const shardOf = (key) => fnv1a(key) % digests.t.length;
-  const rowInfo = () => load("p", 0, (data, name) => readPlaces(data, entry.rows, name));
+  const rowInfo = () => load("p", 0, (data, name) => readPlaces(data, entry.rows, name, FACET_KEYS.filter((key) => entry[key])));
   const size = entry.records.rows;
   const records = (number) => load("r", number, (data, name) => readRecords(data, Math.min(size, entry.rows - number * size), name));
 
@@ -345,18 +365,24 @@ export async function open(base) {
     return { found, body, reading };
   }
 
-  async function search(query, { k = 8, type = null, level = null } = {}) {
+  async function search(query, { k = 8, type = null, level = null, version = null, language = null } = {}) {
     if (!query || !query.trim()) return [];
     const n = [...query].length;
     if (n > MAX_QUERY) throw new Error(`knowledge-search: a query is at most ${MAX_QUERY} characters; this one has ${n}`);
     const [{ found, body, reading }, info] = await Promise.all([scores(query), rowInfo()]);
     const typeCode = type === null ? null : entry.types.findIndex((t) => t.value === type);
     const levelCode = level === null ? null : entry.levels.findIndex((v) => v.value === level);
+    const values = (key) => (entry[key] || []).map((v) => v.value);
+    const wanted = facetDefaults(query, values("versions"), values("languages"), { version, language });
+    const facetCodes = [["versions", wanted.version], ["languages", wanted.language]]
+      .filter(([key, value]) => value !== null && info.facets[key])
+      .map(([key, value]) => [info.facets[key], values(key).indexOf(value)]);
     const weight = typeWeights(entry.types, query);
     const ranked = [];
     for (const [row, score] of found) {
       if (typeCode !== null && info.types[row] !== typeCode) continue;
       if (levelCode !== null && info.levels[row] !== levelCode) continue;
+      if (facetCodes.some(([codes, code]) => codes[row] !== code && codes[row] !== 255)) continue;  // 255: no version
       ranked.push([row, type === null ? score * weight(info.types[row]) : score]);
     }
     ranked.sort((a, b) => b[1] - a[1] || a[0] - b[0]);
@@ -371,7 +397,8 @@ export async function open(base) {
     });
   }
 
-  return { filters: { types: entry.types.map(({ value, label }) => ({ value, label })), levels: entry.levels }, search, entry };
+  return { filters: { types: entry.types.map(({ value, label }) => ({ value, label })), levels: entry.levels,
+                      versions: entry.versions || [], languages: entry.languages || [] }, search, entry };
 }
 
 // Ranges [start, end) of `text` (string offsets) whose folded characters spell one of the body `terms`,

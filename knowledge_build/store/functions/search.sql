@@ -5,12 +5,16 @@
 
 -- Whether a chunk passes search_knowledge's filters (a null filter passes every chunk): one definition for
 -- the lexical candidates and the dense scans (inlined by the planner, so the HNSW scans filter as they go).
-create or replace function knowledge_passes(c knowledge_chunks, category text, type text, material text, level text)
+-- A version or language filter also passes the chunks of pages outside every version (language) folder
+-- (version ''): they belong to none (ranking/facets.py; the artifacts' Columns.mask).
+create or replace function knowledge_passes(c knowledge_chunks, category text, type text, material text, level text,
+                                            version text default null, language text default null)
 returns boolean
 language sql immutable parallel safe
 as $$
     select (category is null or c.category = category) and (type is null or c.type = type)
        and (material is null or c.material = material) and (level is null or c.level = level)
+       and (version is null or c.version in (version, '')) and (language is null or c.language in (language, ''))
 $$;
 
 -- The kind a query names (「公式で解きたい」 -> rule: ranking/priors.py intended_type), null when it names none or
@@ -78,7 +82,9 @@ create or replace function search_knowledge(
     filter_category text default null,
     filter_type text default null,
     filter_material text default null,
-    filter_level text default null
+    filter_level text default null,
+    filter_version text default null,
+    filter_language text default null
 )
 returns table (
     id text, url text, title text, learns text[], excerpt text, similarity float,
@@ -100,6 +106,8 @@ begin
       and (filter_type is null or c.type = filter_type)
       and (filter_material is null or c.material = filter_material)
       and (filter_level is null or c.level = filter_level)
+      and (filter_version is null or c.version in (filter_version, ''))
+      and (filter_language is null or c.language in (filter_language, ''))
       and (match_threshold is null or 1 - (c.embedding <=> query_embedding) >= match_threshold)
     order by c.embedding <=> query_embedding, c.id
     limit match_count;
@@ -119,7 +127,9 @@ create or replace function search_knowledge(
     filter_category text default null,
     filter_type text default null,
     filter_material text default null,
-    filter_level text default null
+    filter_level text default null,
+    filter_version text default null,
+    filter_language text default null
 )
 returns table (
     id text, url text, title text, learns text[], excerpt text, similarity float,
@@ -148,7 +158,8 @@ declare
     len_w int[];
     parts int[];
     common float8;
-    filtered boolean := coalesce(filter_category, filter_type, filter_material, filter_level) is not null;
+    filtered boolean := coalesce(filter_category, filter_type, filter_material, filter_level, filter_version,
+                                 filter_language) is not null;
     intended text;
     depth int := greatest(coalesce(match_count, 5), 1) + 20;
 begin
@@ -217,7 +228,8 @@ begin
         from lexical_all as l
         where l.score > 0 and (not filtered or exists (
             select 1 from knowledge_chunks as c where c.num = l.num
-              and knowledge_passes(c, filter_category, filter_type, filter_material, filter_level)))
+              and knowledge_passes(c, filter_category, filter_type, filter_material, filter_level,
+                                               filter_version, filter_language)))
     ),
     -- The best __CANDIDATES__ of each kind: two top-N sorts, not a sort of every chunk that matched.
     lexical as (
@@ -233,7 +245,8 @@ begin
             select c.num, 1 - (c.embedding <=> query_embedding) as cosine
             from knowledge_chunks as c
             where query_embedding is not null and (c.type in ('section', 'table')) = kinds.part
-              and knowledge_passes(c, filter_category, filter_type, filter_material, filter_level)
+              and knowledge_passes(c, filter_category, filter_type, filter_material, filter_level,
+                                               filter_version, filter_language)
             order by c.embedding <=> query_embedding
             limit __CANDIDATES__
         ) as d
@@ -327,9 +340,10 @@ as $$
     order by c.id
 $$;
 
-grant execute on function search_knowledge(vector, int, float, text, text, text, text),
-    search_knowledge(text, vector, int, float, text, text, text, text), get_chunk_by_id(text), list_concepts(text, text),
-    knowledge_passes(knowledge_chunks, text, text, text, text), knowledge_intended_type(text),
+grant execute on function search_knowledge(vector, int, float, text, text, text, text, text, text),
+    search_knowledge(text, vector, int, float, text, text, text, text, text, text), get_chunk_by_id(text),
+    list_concepts(text, text), knowledge_passes(knowledge_chunks, text, text, text, text, text, text),
+    knowledge_intended_type(text),
     knowledge_type_weight(text, text, boolean), knowledge_fused(text, float8, int, int[], float8[]),
     knowledge_evidence(float8, float8, boolean), knowledge_best_evidence(float8[]), knowledge_relevance(float8, float8)
     to anon, authenticated, knowledge_publisher;
