@@ -146,7 +146,7 @@ def test_mcp_refuses_unknown_arguments_and_filter_values_and_filters_by_level(in
             assert "level" in tools["search_knowledge"].input_schema["properties"]
             assert await _call(client, "search_knowledge", query="公式", categroy="geometry") == (
                 True, ("search_knowledge does not take 'categroy'; its arguments are: query, top_k, type, category, "
-                      "material, level, min_relevance, include_sources"))
+                      "material, level, min_relevance, include_sources, version, language"))
             assert await _call(client, "search_knowledge", query="公式", type="rulez") == (
                 True, "no type 'rulez'; known: definition, example, method, rule, section, table, tip.")
             assert await _call(client, "list_concepts", category="図形x") == (

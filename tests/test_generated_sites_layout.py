@@ -120,3 +120,32 @@ def test_a_hugo_project_is_read_through_its_publish_dir_or_the_folder_it_was_bui
     found = detect(src)
     assert (found.generator, found.pages_root) == ("hugo", (src / output).resolve())
     assert found.note.startswith(f"hugo project: reading its built output '{(src / output).resolve()}'")
+
+
+def test_an_mkdocs_site_published_in_two_versions_as_mike_does_answers_from_the_newest(tmp_path):
+    """mike's layout: each version's build in its own folder, `versions.json` at the root (newest first,
+    with aliases). The facets come from the site (issue 40): versions in the manifest, the newest answered
+    by default, the alias accepted as a filter, each chunk linking its place in the other version."""
+    import json
+
+    from knowledge_build import KnowledgeIndex, build, load_config
+
+    from .conftest import FakeEmbedder
+
+    require("mkdocs")
+    published = tmp_path / "gh-pages"
+    for version in ("1.0", "2.0"):
+        _mkdocs_project(tmp_path / f"src-{version}", None, str(published / version))
+    (published / "versions.json").write_text(json.dumps([
+        {"version": "2.0", "title": "2.0", "aliases": ["latest"]},
+        {"version": "1.0", "title": "1.0", "aliases": []}]), encoding="utf-8")
+    out = build(load_config(site=published, output=tmp_path / "out", cache_dir=tmp_path / "cache", env={}),
+                embedder=FakeEmbedder()).output
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["site"]["facets"] == {"versions": ["2.0", "1.0"], "version_aliases": {"latest": "2.0"}}
+    index = KnowledgeIndex.open(out, embedder=FakeEmbedder())
+    newest = index.search("展開", k=5)
+    assert newest and {r.version for r in newest} == {"2.0"}
+    assert all([o["version"] for o in r.other_versions] == ["1.0"] for r in newest)
+    assert {r.version for r in index.search("展開", k=5, version="latest")} == {"2.0"}
+    assert {r.version for r in index.search("展開", k=5, version="1.0")} == {"1.0"}

@@ -41,9 +41,10 @@ def default_facets(filters: dict, query: str, versions, languages) -> dict:
 
 
 def version_family(material: str, version: str) -> str:
-    """What a page is called in every version: its material with its version folder taken out
-    (`v1.7/ja/install` -> `/ja/install`), so the same page in two versions shares it; "" without a version."""
+    """What a page is called in every version: its material (or link) with its version folder marked
+    (`v1.7/ja/install` -> `*/ja/install`, a version's home page `v1.7` -> `*`), so the same page in two
+    versions shares it; "" without a version."""
     if not version:
         return ""
     parts = material.split("/")
-    return "/".join("" if p == version else p for p in parts) if version in parts else ""
+    return "/".join("*" if p == version else p for p in parts) if version in parts else ""
