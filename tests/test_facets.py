@@ -2,8 +2,11 @@
 and the same default and filters in every front door: the artifacts, the CLI, MCP, the database and the box."""
 
 import asyncio
+import functools
+import http.server
 import json
 import subprocess
+import threading
 
 import psycopg
 import pytest
@@ -199,6 +202,44 @@ def test_the_box_answers_from_the_newest_version_and_filters_by_another(versione
     assert newest <= {"v1.7", ""} and "v1.7" in newest
     older = {index.get(r.id).version for r in box.search("インストール", k=5, version="v1.5")}
     assert older <= {"v1.5", ""} and "v1.5" in older
+
+
+def test_every_version_in_the_box_shows_each_place_once(versioned_index, index):
+    """Six sections in three versions hold the word: two places, each shown once."""
+    results = BrowserIndex(versioned_index).search("インストール", k=5, version="all")
+    places = [index.get(r.id).url.replace(index.get(r.id).version, "*") for r in results]
+    assert sorted(places) == ["/*/ja/api.html#install", "/*/ja/guide.html#install"]
+
+
+@pytest.fixture(scope="module")
+def served(versioned_index):
+    """The artifact set served by a real HTTP server on 127.0.0.1 (the box fetches its bundle from it)."""
+    handler = functools.partial(Quiet, directory=str(versioned_index))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def test_the_box_javascript_answers_as_its_python_mirror_with_each_version_filter(node, served,  # noqa: F811
+                                                                                   versioned_index):
+    module = ROOT / "knowledge_build" / "browser" / "static" / "knowledge-search.js"
+    asked = [{}, {"version": "v1.5"}, {"version": "all"}]
+    code = (f"const m = await import({json.dumps(module.as_uri())}); const box = await m.open({json.dumps(served)});"
+            f" const out = []; for (const o of {json.dumps(asked)}) out.push((await box.search('インストール',"
+            f" {{ k: 5, ...o }})).map((r) => r.id)); console.log(JSON.stringify(out));")
+    done = subprocess.run([node, "--input-type=module", "-e", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    mirror = BrowserIndex(versioned_index)
+    expected = [[r.id for r in mirror.search("インストール", k=5, **o)] for o in asked]
+    assert json.loads(done.stdout) == expected
+    assert all(i.startswith(("v1.7/", "index")) for i in expected[0]) and any(i.startswith("v1.5/") for i in expected[1])
 
 
 # --- the database --------------------------------------------------------------------------------------------

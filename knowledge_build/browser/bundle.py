@@ -11,7 +11,8 @@ Files (flat in the set directory, each listed in the manifest like every other f
   knowledge-search-r<hash>.json    display records (id, url, title, type, level, learns, excerpt) of
                                    consecutive rows (record_rows), fetched only for the results shown
   knowledge-search-p<hash>.bin     per row: its place (results of one place are grouped), type, level, and on a
-                                   site with versions or languages (site/facets.py) the row's version and language
+                                   site with versions or languages (site/facets.py) its place in every version
+                                   (before the codes) and its version and language codes
 The entry point lists every other file by the first DIGEST_BYTES bytes of its content's sha256 (base64 of
 the digests end to end: the entry is fetched whole on the first query, and a list of full hashes would more
 than double it); a reader checks each file against its digest before using it (README, "Search box on the
@@ -40,6 +41,7 @@ import numpy as np
 
 from ..index.postings import PostingsBuilder
 from ..kinds import BY_TYPE, TYPES
+from ..ranking.facets import version_family
 from ..ranking.priors import type_priors
 from ..ranking.settings import B, BOX_FIELD_WEIGHTS, K1, SearchSettings
 from ..text.romaji import table as romaji_table
@@ -255,7 +257,12 @@ def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings, versio
     for name, values in facets.items():  # only the facets the site has: per row its code, 255 for none
         order = [v["value"] for v in values]
         codes += bytes(order.index(getattr(c, name)) if getattr(c, name) in order else 255 for c in chunks)
-    rows = varints(place) + codes
+    rows = varints(place)
+    if "version" in facets:  # the place in every version (ranking/facets.py): what a search of all versions groups by
+        first = {}
+        rows += varints(np.array([row - first.setdefault(version_family(c.url, c.version) or c.url, row)
+                                  for row, c in enumerate(chunks)], dtype=np.int64))
+    rows += codes
     files[file_name("p", digest(rows))] = rows
     for name, data in static_files().items():
         files[name] = data

@@ -63,8 +63,8 @@ class BrowserIndex:
         name = file_name("p", self.digests["p"][0])
         data = self._read("p", 0)
         present = [key for key in FACET_KEYS if key in self.entry]
-        self.place, self.type_codes, self.level_codes, codes = read_places(data, self.entry["rows"], self.dir, name,
-                                                                          len(present))
+        self.place, self.type_codes, self.level_codes, codes, self.place_across = read_places(
+            data, self.entry["rows"], self.dir, name, len(present), "versions" in present)
         self.facet_codes = dict(zip(present, codes))
         self._records: dict[int, list] = {}
 
@@ -129,7 +129,8 @@ class BrowserIndex:
             if value is not None and key in self.facet_codes:  # a row of no version (255) passes
                 code = values[key].index(value) if value in values[key] else -1
                 scores = {r: s for r, s in scores.items() if self.facet_codes[key][r] in (code, 255)}
-        leads = leads_by_place(sorted(scores, key=lambda r: (-scores[r], r)), lambda row: self.place[row], k)
+        place = self.place_across if self.place_across and wanted["version"] is None else self.place
+        leads = leads_by_place(sorted(scores, key=lambda r: (-scores[r], r)), lambda row: place[row], k)
         return [self._result(row, scores[row]) for row in leads]
 
     def _result(self, row: int, score: float) -> BrowserResult:

@@ -152,24 +152,31 @@ def read_shard(data: bytes, rows: int, where: Path, name: str) -> dict[str, list
     return out
 
 
-def read_places(data: bytes, rows: int, where: Path, name: str, facets: int = 0) -> tuple[list[int], bytes, bytes,
-                                                                                          list[bytes]]:
-    """(place, type codes, level codes, the codes of each of `facets` facets) per row; the file must hold
-    exactly `rows` of each."""
+def read_places(data: bytes, rows: int, where: Path, name: str, facets: int = 0,
+                every_version: bool = False) -> tuple[list[int], bytes, bytes, list[bytes], list[int]]:
+    """(place, type codes, level codes, the codes of each of `facets` facets, the place in every version when
+    `every_version`, else []) per row; the file must hold exactly `rows` of each."""
     reader = Reader(data, where, name)
     if 3 * rows > len(data):
         raise reader.broken(f"rows {rows} need at least {3 * rows} bytes, the file has {len(data)}")
+    place = _places(reader, rows)
+    across = _places(reader, rows) if every_version else []
+    columns = 2 + facets
+    if reader.left != columns * rows:
+        raise reader.broken(f"{reader.left} bytes follow the places, not the {columns * rows} of {rows} rows' codes")
+    codes = [data[reader.at + i * rows:reader.at + (i + 1) * rows] for i in range(columns)]
+    return place, codes[0], codes[1], codes[2:], across
+
+
+def _places(reader: Reader, rows: int) -> list[int]:
+    """Per row, the first row of its place (stored as the distance back to it)."""
     place = []
     for row in range(rows):
         delta = reader.varint()
         if delta > row:
             raise reader.broken(f"row {row} names a place before row 0")
         place.append(row - delta)
-    columns = 2 + facets
-    if reader.left != columns * rows:
-        raise reader.broken(f"{reader.left} bytes follow the places, not the {columns * rows} of {rows} rows' codes")
-    codes = [data[reader.at + i * rows:reader.at + (i + 1) * rows] for i in range(columns)]
-    return place, codes[0], codes[1], codes[2:]
+    return place
 
 
 def read_records(data: bytes, count: int, where: Path, name: str) -> list[list]:

@@ -209,16 +209,17 @@ const FACET_KEYS = ["versions", "languages"];
 
 function readPlaces(data, rows, name, facets = []) {
   if (3 * rows > data.length) throw broken(name, `rows ${rows} need at least ${3 * rows} bytes, the file has ${data.length}`);
-  const read = reader(data, name), place = new Array(rows);
-  for (let row = 0; row < rows; row++) {
+  const read = reader(data, name);
+  const places = () => Array.from({ length: rows }, (_, row) => {
     const delta = read.varint();
     if (delta > row) throw broken(name, `row ${row} names a place before row 0`);
-    place[row] = row - delta;
-  }
+    return row - delta;
+  });
+  const place = places(), across = facets.includes("versions") ? places() : null;  // across: the place in every version
   const columns = 2 + facets.length;
   if (read.left() !== columns * rows) throw broken(name, `${read.left()} bytes follow the places, not the ${columns * rows} of ${rows} rows' codes`);
   const codes = (i) => data.subarray(read.at + i * rows, read.at + (i + 1) * rows);
-  return { place, types: codes(0), levels: codes(1), facets: Object.fromEntries(facets.map((key, i) => [key, codes(2 + i)])) };
+  return { place, across, types: codes(0), levels: codes(1), facets: Object.fromEntries(facets.map((key, i) => [key, codes(2 + i)])) };
 }
 
 // Which version and language a query is answered from when it names none (ranking/facets.py, stated there):
@@ -386,7 +387,8 @@ export async function open(base) {
       ranked.push([row, type === null ? score * weight(info.types[row]) : score]);
     }
     ranked.sort((a, b) => b[1] - a[1] || a[0] - b[0]);
-    const leads = leadsByPlace(ranked, ([row]) => info.place[row], k);
+    const place = info.across && wanted.version === null ? info.across : info.place;  // every version: each place once
+    const leads = leadsByPlace(ranked, ([row]) => place[row], k);
     const held = await Promise.all(leads.map(([row]) => records(Math.floor(row / size))));
     return leads.map(([row, score], i) => {
       const [id, link, title, typeValue, levelValue, learns, excerpt] = held[i][row % size];
