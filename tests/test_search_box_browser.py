@@ -326,6 +326,56 @@ def test_an_earlier_answer_that_arrives_late_never_replaces_a_later_one(browser,
     context.close()
 
 
+def test_slash_and_ctrl_k_go_to_the_box_and_a_slash_typed_in_it_stays_a_slash(context, server):
+    tab = context.new_page()
+    tab.goto(server + PAGE, wait_until="load")
+    tab.wait_for_selector(INPUT)
+    focused = "() => document.activeElement === document.querySelector('input[role=combobox]')"
+    assert tab.locator(INPUT).get_attribute("aria-keyshortcuts") == "/ Control+K Meta+K"
+    tab.keyboard.press("/")
+    tab.wait_for_function(focused)
+    assert tab.locator(INPUT).input_value() == ""
+    tab.locator("body").click(position={"x": 5, "y": 5})
+    assert not tab.evaluate(focused)
+    tab.keyboard.press("Control+k")
+    tab.wait_for_function(focused)
+    tab.keyboard.type("1/2")
+    assert tab.locator(INPUT).input_value() == "1/2"
+
+
+def test_the_page_a_result_opens_marks_the_searched_words_in_what_the_link_points_at(context, server):
+    tab, errors = _open(context, server)
+    first = _search(tab, "たすきがけ")[0]
+    tab.locator(OPTION).first.locator("a").click()
+    _landed(tab, first["href"])
+    tab.wait_for_selector("mark.ks-landed")
+    where = tab.evaluate("""() => { const box = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+        return [...document.querySelectorAll('mark.ks-landed')].map(m => [m.textContent, box.contains(m)]); }""")
+    assert where and all(inside for _, inside in where), where
+    assert any("たすき" in text for text, _ in where), where
+    tab.reload(wait_until="load")  # handed over once: a reload marks nothing
+    tab.wait_for_selector(INPUT)
+    assert tab.locator("mark.ks-landed").count() == 0
+    assert errors == []
+
+
+def test_recent_searches_are_kept_in_the_browser_and_search_again(context, server):
+    tab, errors = _open(context, server)
+    first = _search(tab, "判別式")[0]
+    tab.locator(OPTION).first.locator("a").click()
+    _landed(tab, first["href"])
+    assert tab.evaluate("() => Object.entries(localStorage).filter(([k]) => k.startsWith('knowledge-search:recent:'))"
+                        ".map(([, v]) => JSON.parse(v))") == [["判別式"]]
+    tab.locator(INPUT).click()  # empty: the recent searches
+    tab.wait_for_function("() => document.querySelector('[role=listbox]').dataset.recent === '1'")
+    recent = tab.locator(f"{OPTION}.ks-recent")
+    assert recent.count() == 1 and "判別式" in recent.inner_text()
+    recent.locator("button").click()
+    _answered(tab, "判別式")
+    assert _results(tab)[0]["href"] == first["href"]
+    assert errors == []
+
+
 def test_no_request_leaves_the_site(context, server):
     tab = context.new_page()
     requests = []

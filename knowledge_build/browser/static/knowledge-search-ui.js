@@ -2,11 +2,53 @@
 // core module for results; without JavaScript the container simply stays empty. Result text is the
 // site's content: it is set as text, never parsed as HTML. No request leaves the site: the index
 // (data-bundle, else this module's folder) and this folder's stylesheet.
-import { MAX_QUERY, open } from "./knowledge-search.js";
+import { MAX_QUERY, marks, open } from "./knowledge-search.js";
 
 const DEBOUNCE_MS = 150;
 const SHOWN = 8;
+// Recent searches: kept in this browser's localStorage only (never sent anywhere), the last RECENT of them.
+const RECENT = 5;
+// The words of the query a result was chosen for, handed to the page it opens (sessionStorage: this tab only).
+const LANDING = "knowledge-search:landing";
+const MAX_LANDING_MARKS = 50;
 let boxes = 0;
+
+function stored(storage, key, fallback) {
+  try { return JSON.parse(storage.getItem(key)) ?? fallback; } catch { return fallback; }
+}
+
+function store(storage, key, value) {
+  try { storage.setItem(key, JSON.stringify(value)); } catch { /* storage off or full: nothing is kept */ }
+}
+
+// On the page a result opened: the query's words marked in the element its link points at (the box's own
+// folding and readings: the marks of the excerpts). Once: the hand-over is removed when read.
+function markLanding() {
+  const landing = stored(sessionStorage, LANDING, null);
+  if (!landing) return;
+  sessionStorage.removeItem(LANDING);
+  if (landing.path !== location.pathname || !Array.isArray(landing.terms)) return;
+  let id = "";
+  try { id = decodeURIComponent(location.hash.slice(1)); } catch { return; }
+  const target = id && !id.startsWith(":~:") ? document.getElementById(id) : null;
+  if (!target) return;
+  const nodes = [];
+  for (const part of region(target)) {
+    const walker = document.createTreeWalker(part, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) nodes.push(walker.currentNode);
+  }
+  let count = 0;
+  for (const node of nodes) {
+    if (node.parentElement.closest("script, style, .ks")) continue;
+    const ranges = marks(node.data, landing.terms, landing.readings || []);
+    for (const [start, end] of ranges.reverse()) {  // from the end: earlier offsets stay valid
+      if (count++ >= MAX_LANDING_MARKS) return;
+      const word = node.splitText(start);
+      word.splitText(end - start);
+      word.replaceWith(el("mark", { class: "ks-landed", text: word.data }));
+    }
+  }
+}
 
 function el(tag, attributes, ...children) {
   const node = document.createElement(tag);
@@ -46,6 +88,26 @@ function marked(text, marks) {
   return node;
 }
 
+// What a link to `target` points at: a box is its element; a heading is itself and what follows it up to the
+// next heading of its level or higher (its section).
+function region(target) {
+  const level = /^H([1-6])$/.exec(target.tagName);
+  if (!level) return [target];
+  const parts = [target];
+  for (let next = target.nextElementSibling; next; next = next.nextElementSibling) {
+    const other = /^H([1-6])$/.exec(next.tagName);
+    if (other && Number(other[1]) <= Number(level[1])) break;
+    parts.push(next);
+  }
+  return parts;
+}
+
+function recentOption(query, id) {
+  return el("li", { id, class: "ks-result ks-recent", role: "option", "aria-selected": "false" },
+    el("button", { type: "button", class: "ks-link", tabindex: "-1", "data-query": query },
+      el("span", { class: "ks-recent-head", text: "最近の検索" }), el("span", { class: "ks-title", text: query })));
+}
+
 function option(result, id) {
   const head = el("span", { class: "ks-head" }, el("span", { class: "ks-title", text: result.title }),
     el("span", { class: "ks-badge", "data-type": result.type, text: result.typeLabel || result.type }));
@@ -69,8 +131,10 @@ function mount(container) {
   const n = ++boxes;
   const bundle = container.dataset.bundle ? new URL(container.dataset.bundle, document.baseURI)
     : new URL("./", import.meta.url);
+  const recentKey = `knowledge-search:recent:${bundle.href}`;
   const input = el("input", { type: "search", class: "ks-input", role: "combobox", "aria-autocomplete": "list",
     "aria-expanded": "false", "aria-controls": `ks-list-${n}`, "aria-label": "サイト内検索",
+    ...(n === 1 ? { "aria-keyshortcuts": "/ Control+K Meta+K" } : {}),
     placeholder: "サイト内を検索（例：たすきがけ）", autocomplete: "off", spellcheck: "false", maxlength: MAX_QUERY });
   const type = filter("種類", "すべての種類");
   const level = filter("レベル", "すべてのレベル");
@@ -112,13 +176,28 @@ function mount(container) {
   }
 
   // The list says which query and filters it answers (data-query, data-type, data-level, data-version).
+  // An empty query shows the recent searches (data-recent).
   function show(found, query, chosen = {}) {
-    results = found;
+    const recent = query ? [] : stored(localStorage, recentKey, []).filter((q) => typeof q === "string").slice(0, RECENT);
+    results = query ? found : recent;
     move(-1);
-    Object.assign(list.dataset, { query, type: chosen.type || "", level: chosen.level || "", version: chosen.version || "" });
-    list.replaceChildren(...found.map((result, i) => option(result, `ks-${n}-${i}`)));
+    Object.assign(list.dataset, { query, type: chosen.type || "", level: chosen.level || "", version: chosen.version || "",
+                                  recent: String(recent.length) });
+    list.replaceChildren(...(query ? found.map((result, i) => option(result, `ks-${n}-${i}`))
+      : recent.map((q, i) => recentOption(q, `ks-${n}-${i}`))));
     status.textContent = !query ? "" : found.length ? `${found.length} 件` : `「${query}」は見つかりませんでした`;
     expand(true);
+  }
+
+  // A result was chosen: its query joins the recent searches, and its words are handed to the page it opens.
+  function remember(result) {
+    const query = list.dataset.query;
+    if (!query || !result) return;
+    store(localStorage, recentKey, [query, ...stored(localStorage, recentKey, []).filter((q) => q !== query)].slice(0, RECENT));
+    if (result.url) {
+      const target = new URL(result.url, location.href);
+      store(sessionStorage, LANDING, { path: target.pathname, terms: result.terms || [], readings: result.readings || [] });
+    }
   }
 
   // Every query gets a number; an answer is shown only if no later query has started since, so a slow
@@ -147,7 +226,11 @@ function mount(container) {
     clearTimeout(timer);
     timer = setTimeout(run, DEBOUNCE_MS);
   });
-  input.addEventListener("focus", () => { load().catch(() => {}); expand(true); });
+  input.addEventListener("focus", () => {
+    load().catch(() => {});
+    if (!input.value.trim()) show([], "");  // the recent searches
+    expand(true);
+  });
   input.addEventListener("keydown", (event) => {
     if (event.isComposing) return;
     const count = results.length;
@@ -158,7 +241,7 @@ function mount(container) {
       move(active < 0 ? (step > 0 ? 0 : count - 1) : (active + step + count) % count);
     } else if (event.key === "Enter" && count && !list.hidden) {
       event.preventDefault();
-      list.children[Math.max(active, 0)].querySelector("a")?.click();
+      list.children[Math.max(active, 0)].querySelector("a, button")?.click();
     } else if (event.key === "Escape") {
       event.preventDefault();  // the first Escape closes the list; the next one clears the field
       if (!list.hidden) expand(false);
@@ -169,7 +252,29 @@ function mount(container) {
     }
   });
   for (const select of [type, level, version]) select.addEventListener("change", run);
-  list.addEventListener("click", () => expand(false));
+  list.addEventListener("click", (event) => {
+    const again = event.target.closest("button[data-query]");
+    if (again) {  // a recent search: searched again
+      input.value = again.dataset.query;
+      input.focus();
+      return run();
+    }
+    const item = event.target.closest("[role=option]");
+    if (item && list.dataset.query) remember(results[[...list.children].indexOf(item)]);
+    expand(false);
+  });
+  if (n === 1) {  // `/` (outside a field) and Ctrl+K / Cmd+K go to the first box of the page
+    document.addEventListener("keydown", (event) => {
+      const typing = event.target.closest?.("input, textarea, select, [contenteditable]:not([contenteditable=false])");
+      const slash = event.key === "/" && !event.ctrlKey && !event.metaKey && !event.altKey && !typing;
+      const k = (event.key === "k" || event.key === "K") && (event.ctrlKey || event.metaKey) && !event.altKey;
+      if ((slash || k) && !root.hidden) {
+        event.preventDefault();
+        input.focus();
+        input.select();
+      }
+    });
+  }
   document.addEventListener("pointerdown", (event) => { if (!root.contains(event.target)) expand(false); });
   root.addEventListener("focusout", (event) => { if (!root.contains(event.relatedTarget)) expand(false); });
 
@@ -177,6 +282,8 @@ function mount(container) {
   stylesheet().then(() => { root.hidden = false; });
 }
 
+markLanding();
+window.addEventListener("hashchange", markLanding);  // a result on the page already open
 for (const container of document.querySelectorAll(".knowledge-search")) {
   if (!container.dataset.mounted) {
     container.dataset.mounted = "true";

@@ -395,7 +395,7 @@ export async function open(base) {
       const url = safeLink(link);
       const kind = entry.types.find((t) => t.value === typeValue);
       return { id, url, title, type: typeValue, typeLabel: kind ? kind.label : typeValue, level: levelValue, learns,
-               excerpt, marks: marks(excerpt, body, reading), score };
+               excerpt, marks: marks(excerpt, body, reading), score, terms: body, readings: reading };
     });
   }
 
