@@ -61,6 +61,7 @@ class Config:
     artifact_schema: int = 2  # the only artifact schema (knowledge/v2); 1 is refused with what to do
     dense_index: str = "auto"  # v2: exact | ivf | auto (exact up to exact_max_rows chunks, IVF above)
     search_box: bool = True  # v2: write the browser search bundle (knowledge-search.*) into the set
+    facets: bool = True  # find the site's versions and languages (site/facets.py); false: record none
     exact_max_rows: int = 50_000
     store: str | None = None  # the writable store (notes, web sources): a SQLite file or a postgresql:// URL
     max_pages: int = 500  # sources crawl: pages fetched in one crawl at most (the index page not counted)
@@ -92,7 +93,7 @@ _FIELDS = {f.name for f in fields(Config)} - {"sources"}
 _ENV = {f"KB_{name.upper()}": name for name in sorted(_FIELDS)}
 _COUNTS = ("max_pages", "crawl_depth", "crawl_concurrency", "progress_interval", "retrieval_count",
            "exact_max_rows")  # integers >= 1
-_FLAGS = ("respect_robots_txt", "rag_enabled", "show_sources", "search_box")
+_FLAGS = ("respect_robots_txt", "rag_enabled", "show_sources", "search_box", "facets")
 _FRACTIONS = ("relevance_threshold", "similarity_threshold")  # 0..1
 DEBUG_LOG_LEVELS = ("off", "info", "debug")
 _PATHS = ("site", "output", "cache_dir", "glossary", "thesaurus", "generated_learns", "index", "notes")

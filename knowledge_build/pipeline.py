@@ -92,7 +92,8 @@ def extract(config: Config, slugs: TokenCache | None = None, keep_pages: bool = 
             if keep_pages:
                 pages.append(page)
     chunk_set = maker.finish()
-    facets = site_facets(site.root, [path.relative_to(site.root).as_posix() for path in paths], page_langs)
+    facets = site_facets(site.root, [path.relative_to(site.root).as_posix() for path in paths], page_langs) \
+        if config.facets else Facets()
     chunks = with_facets(chunk_set.chunks, facets)
     site.lang = site.lang or next((lang for lang, n in languages.most_common(1) if n), "")
     diagnostics = site.diagnostics + page_diagnostics + chunk_set.diagnostics

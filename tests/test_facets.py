@@ -192,6 +192,15 @@ def test_a_site_without_versions_writes_no_facet(tmp_path):
     assert "versions" not in json.loads((out / "knowledge-search.json").read_text(encoding="utf-8"))
 
 
+def test_facets_false_records_no_version(tmp_path):
+    site = _versioned_site(tmp_path / "site")
+    config = load_config(site=site, output=tmp_path / "out", cache_dir=tmp_path / "cache", env={"KB_FACETS": "false"})
+    out = build(config, embedder=FakeEmbedder()).output
+    assert "facets" not in json.loads((out / "manifest.json").read_text(encoding="utf-8"))["site"]
+    index = KnowledgeIndex.open(out, embedder=FakeEmbedder())
+    assert len({r.url.split("/")[1] for r in index.search("インストール", k=5)}) > 1  # every version answers
+
+
 # --- the box -------------------------------------------------------------------------------------------------
 
 

