@@ -94,7 +94,10 @@ def extract(config: Config, slugs: TokenCache | None = None, keep_pages: bool = 
     chunk_set = maker.finish()
     facets = site_facets(site.root, [path.relative_to(site.root).as_posix() for path in paths], page_langs) \
         if config.facets else Facets()
-    chunks = with_facets(chunk_set.chunks, facets)
+    chunks = with_facets([c for c in chunk_set.chunks if c.source_path not in facets.copies], facets)
+    for rel, why in sorted(facets.copies.items()):  # named as skipped, not as pages without content
+        reasons.pop(rel, None)
+        site.skipped.append((rel, why))
     site.lang = site.lang or next((lang for lang, n in languages.most_common(1) if n), "")
     diagnostics = site.diagnostics + page_diagnostics + chunk_set.diagnostics
     summary = page_summary(site, reasons, chunks, left_out + chunk_set.left_out)

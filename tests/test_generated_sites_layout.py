@@ -149,3 +149,29 @@ def test_an_mkdocs_site_published_in_two_versions_as_mike_does_answers_from_the_
     assert all([o["version"] for o in r.other_versions] == ["1.0"] for r in newest)
     assert {r.version for r in index.search("展開", k=5, version="latest")} == {"2.0"}
     assert {r.version for r in index.search("展開", k=5, version="1.0")} == {"1.0"}
+
+
+def test_a_mike_alias_folder_written_as_a_copy_is_named_as_skipped_not_indexed_twice(tmp_path):
+    """`mike deploy --alias-type copy 2.0 latest`: latest/ holds the same pages as 2.0/."""
+    import json
+    import shutil
+
+    from knowledge_build import build, load_config
+
+    from .conftest import FakeEmbedder
+
+    require("mkdocs")
+    published = tmp_path / "gh-pages"
+    for version in ("1.0", "2.0"):
+        _mkdocs_project(tmp_path / f"src-{version}", None, str(published / version))
+    shutil.copytree(published / "2.0", published / "latest")
+    (published / "versions.json").write_text(json.dumps([
+        {"version": "2.0", "title": "2.0", "aliases": ["latest"]},
+        {"version": "1.0", "title": "1.0", "aliases": []}]), encoding="utf-8")
+    result = build(load_config(site=published, output=tmp_path / "out", cache_dir=tmp_path / "cache", env={}),
+                   embedder=FakeEmbedder())
+    copies = [s for s in result.pages["skipped"] if s["path"].startswith("latest/")]
+    assert copies and all(s["reason"] == "a copy of version 2.0 under its alias folder 'latest' (versions.json)"
+                          for s in copies)
+    assert not any(c.source_path.startswith("latest/") for c in result.chunks)
+    assert {c.version for c in result.chunks} == {"1.0", "2.0"}

@@ -8,7 +8,8 @@ per language (`/ja/`, `/en/`). Each page's version and language are decided here
   (MIN_VERSIONED_SHARE), and with pages repeated under two of the names (the same path below them):
   that repetition is what makes it a version and not, say, a chapter named `2`. A `versions.json` at the
   site's root (the one `mike` writes for MkDocs: `[{"version", "title", "aliases"}]`, newest first) gives the
-  order and the aliases. Without it the newest is the highest number; named ones (`latest`, `stable`, …)
+  order and the aliases (a folder named by an alias that is a copy of its version's folder is left out, named as
+  skipped). Without it the newest is the highest number; named ones (`latest`, `stable`, …)
   come after numbered ones, in VERSION_NAME's order. A page outside every version folder has no version.
 - **Language**: a folder level whose names are language codes (LANGUAGE_CODES), by the same test; else
   the page's own language (`<html lang>`, or its text: site/scan.py) when the site's pages are in two
@@ -49,6 +50,9 @@ class Facets:
     versions: tuple[str, ...] = ()
     aliases: dict[str, str] = field(default_factory=dict)  # alias (latest) -> version (1.7), from versions.json
     languages: tuple[str, ...] = ()
+    # Pages under an alias folder (mike's `latest/` written as a copy) whose version has its own folder: the same
+    # pages twice in one version, so they are left out, each with this reason.
+    copies: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         """The manifest's `site.facets` (only the facets the site has)."""
@@ -68,8 +72,13 @@ def site_facets(root: Path, rels: list[str], page_langs: dict[str, str]) -> Face
     depth = _facet_level(rels, _is_version)
     version = _by_level(rels, depth) if depth is not None else {}
     names = {v for v in version.values() if v}
+    copies = {}
     if declared:
         order, aliases = declared
+        copies = {rel: f"a copy of version {aliases[v]} under its alias folder '{v}' (versions.json)"
+                  for rel, v in version.items() if v in aliases and aliases[v] in names}
+        version = {rel: v for rel, v in version.items() if rel not in copies}
+        names = {v for v in version.values() if v}
         names_known = [v for v in order if v in names] + sorted(names - set(order) - set(aliases), key=_version_key)
         version = {rel: aliases.get(v, v) for rel, v in version.items()}
         versions, aliases = tuple(names_known), {a: v for a, v in aliases.items() if v in names_known}
@@ -84,8 +93,8 @@ def site_facets(root: Path, rels: list[str], page_langs: dict[str, str]) -> Face
     if len(languages) < 2:
         language, languages = {}, ()
     if len(versions) < 2:
-        version, versions, aliases = {}, (), {}
-    return Facets(version, language, versions, aliases, languages)
+        version, versions, aliases, copies = {}, (), {}, {}
+    return Facets(version, language, versions, aliases, languages, copies)
 
 
 def _is_version(name: str) -> bool:
