@@ -269,3 +269,6 @@ def test_the_database_function_filters_by_version_and_the_service_defaults_to_th
     results = service.search("インストール", k=5, mode="lexical")
     assert {r.source for r in results} == {"database"}
     assert {r.version for r in results} <= {"v1.7", ""} and "v1.7" in {r.version for r in results}
+    chunk = service.get("v1.6/ja/guide#sec-insutoru")
+    assert chunk["source"] == "database" and chunk["version"] == "v1.6"
+    assert "version" not in service.get("index#sec-dokyumento")

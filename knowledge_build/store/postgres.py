@@ -301,9 +301,13 @@ def hybrid_search(conn, query: str, vector: np.ndarray | None, count: int, min_s
 
 
 def get_chunk(conn, chunk_id: str) -> dict | None:
-    cur = conn.execute(f"select {', '.join(_FIELDS)} from get_chunk_by_id(%s)", (chunk_id,))
+    """The chunk's fields, and its version and language when it has them (as Chunk.to_dict leaves them out)."""
+    cur = conn.execute(f"select {', '.join(_WRITTEN)} from get_chunk_by_id(%s)", (chunk_id,))
     row = cur.fetchone()
-    return dict(zip(_FIELDS, row)) if row else None
+    if not row:
+        return None
+    chunk = dict(zip(_WRITTEN, row))
+    return {k: v for k, v in chunk.items() if k not in ("version", "language") or v}
 
 
 def list_concepts(conn, category=None, type=None) -> list[dict]:
