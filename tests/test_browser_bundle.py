@@ -205,8 +205,8 @@ def test_chromium_analyses_and_ranks_as_python_does(browser, served):
 @pytest.mark.browser
 @pytest.mark.corpus
 @pytest.mark.model
-def test_the_first_query_on_the_reference_corpus_transfers_at_most_150_kb(browser, corpus_real_index, dev_queries):
-    """README: the first query on the reference corpus fetches at most 150 KB (modules, entry point, shards,
+def test_the_first_query_on_the_reference_corpus_transfers_at_most_160_kib(browser, corpus_real_index, dev_queries):
+    """README: the first query on the reference corpus fetches at most 160 KiB (modules, entry point, shards,
     records), counted by a real server on 127.0.0.1; each dev query alone stays under it too."""
     root = corpus_real_index.parent
     (root / "blank.html").write_text("<!DOCTYPE html><meta charset='utf-8'><title>t</title>", encoding="utf-8")
@@ -246,7 +246,7 @@ def test_the_first_query_on_the_reference_corpus_transfers_at_most_150_kb(browse
         httpd.server_close()
     box = sum((corpus_real_index / name).stat().st_size for name in ("knowledge-search-ui.js", "knowledge-search.css"))
     totals = [t + box for t in totals]  # the box's own module and stylesheet, fetched with the first query
-    assert totals[0] <= 150 * 1024 and max(totals) <= 150 * 1024, (totals[0], max(totals))
+    assert totals[0] <= 160 * 1024 and max(totals) <= 160 * 1024, (totals[0], max(totals))
 
 
 def test_a_large_site_keeps_the_bundle_to_a_bounded_number_of_files():

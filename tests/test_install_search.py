@@ -123,4 +123,4 @@ def test_the_box_module_is_small():
     from knowledge_build.browser import install
 
     module = Path(install.__file__).parent / "static" / "knowledge-search-ui.js"
-    assert len(gzip.compress(module.read_bytes(), 9)) <= 4096  # README: about 3 KB gzipped
+    assert len(gzip.compress(module.read_bytes(), 9)) <= 6144  # README: about 5 KB gzipped
