@@ -1,0 +1,81 @@
+"""The search box on a site with versions, in a real browser: the version menu, the newest answered by default,
+another version or every version on request (README, "Versions and languages").
+
+A plain site in three versions (tests/test_facets.py's pages, with the box's include on every page) is indexed with
+the fake embedder (the box is lexical) into the site itself and served by a real HTTP server on 127.0.0.1; Debian's
+headless Chromium types into the box. Waits are bounded by KB_TEST_TIMEOUT; nothing is timed.
+"""
+
+import functools
+import http.server
+import os
+import threading
+
+import pytest
+
+from knowledge_build import build, load_config
+
+from .conftest import FakeEmbedder
+from .test_facets import HOME, PAGE, VERSIONS
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_MS = float(os.environ.get("KB_TEST_TIMEOUT", "120")) * 1000
+BOX = ('<header><div class="knowledge-search" data-bundle="/knowledge/v2/"></div>'
+       '<script type="module" src="/knowledge/v2/knowledge-search-ui.js"></script></header>')
+MENU = "select[aria-label=版]"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("versioned-box") / "site"
+    for v in VERSIONS:
+        for name in ("guide", "api"):
+            path = root / f"v{v}" / "ja" / f"{name}.html"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            page = PAGE.format(title=f"{name} {v}", v=v, feature=f"機能{v.replace('.', '')}")
+            path.write_text(page.replace("<body>", "<body>" + BOX), encoding="utf-8")
+    (root / "index.html").write_text(HOME.replace("<body>", "<body>" + BOX), encoding="utf-8")
+    build(load_config(site=root, output=root / "knowledge" / "v2", cache_dir=root.parent / "cache", env={}),
+          embedder=FakeEmbedder())
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=root))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _links(tab, query: str, version: str = "") -> list[str]:
+    tab.locator("input[role=combobox]").fill(query)
+    tab.wait_for_function("([q, v]) => { const l = document.querySelector('[role=listbox]');"
+                          " return l.dataset.query === q && l.dataset.version === v; }", arg=[query, version])
+    return tab.eval_on_selector_all("[role=option] a", "links => links.map(a => a.getAttribute('href'))")
+
+
+def test_the_box_answers_from_the_newest_version_and_its_menu_picks_another_or_every_one(browser, server):
+    context = browser.new_context()
+    context.set_default_timeout(TIMEOUT_MS)
+    tab = context.new_page()
+    errors = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    tab.goto(server + "/v1.5/ja/guide.html", wait_until="load")
+    tab.locator("input[role=combobox]").click()
+    tab.wait_for_function(f"() => !document.querySelector('{MENU}').hidden")
+    options = tab.eval_on_selector_all(f"{MENU} option", "os => os.map(o => [o.value, o.textContent])")
+    assert options == [["", "最新の版"], ["v1.7", "v1.7"], ["v1.6", "v1.6"], ["v1.5", "v1.5"], ["all", "すべての版"]]
+    newest = _links(tab, "インストール")
+    assert newest and all(link.startswith("/v1.7/") for link in newest), newest
+    tab.locator(MENU).select_option("v1.5")
+    older = _links(tab, "インストール", "v1.5")
+    assert older and all(link.startswith("/v1.5/") for link in older), older
+    tab.locator(MENU).select_option("all")
+    every = _links(tab, "インストール", "all")
+    places = [link.split("/", 2)[2] for link in every]  # the path below the version folder, and the anchor
+    assert len(places) == len(set(places)) == 2, every
+    assert errors == []
+    context.close()
