@@ -139,17 +139,19 @@ function mount(container) {
   const type = filter("種類", "すべての種類");
   const level = filter("レベル", "すべてのレベル");
   const version = filter("版", "最新の版");  // shown on a site with versions; left empty: the newest (ranking/facets.py)
+  const language = filter("言語", "自動");  // shown on a site in several languages; left empty: ranking/facets.py's rule
   const status = el("p", { class: "ks-status", role: "status" });
   const list = el("ul", { class: "ks-results", id: `ks-list-${n}`, role: "listbox", "aria-label": "検索結果",
     hidden: "" });
-  const root = el("div", { class: "ks", hidden: "" }, el("div", { class: "ks-bar" }, input, type, level, version), status,
+  const root = el("div", { class: "ks", hidden: "" }, el("div", { class: "ks-bar" }, input, type, level, version, language), status,
     list);
   let index = null, results = [], active = -1, latest = 0, timer = 0;
 
   function load() {
     index ??= open(bundle).then((opened) => {
-      const versions = opened.filters.versions.length ? [...opened.filters.versions, { value: "all", label: "すべての版" }] : [];
-      for (const [select, values] of [[type, opened.filters.types], [level, opened.filters.levels], [version, versions]]) {
+      const every = (values, label) => (values.length ? [...values, { value: "all", label }] : []);
+      for (const [select, values] of [[type, opened.filters.types], [level, opened.filters.levels],
+        [version, every(opened.filters.versions, "すべての版")], [language, every(opened.filters.languages, "すべての言語")]]) {
         select.append(...values.map(({ value, label }) => el("option", { value, text: label })));
         select.hidden = values.length < 2;
       }
@@ -175,14 +177,15 @@ function mount(container) {
     if (!shown) move(-1);
   }
 
-  // The list says which query and filters it answers (data-query, data-type, data-level, data-version).
+  // The list says which query and filters it answers (data-query, data-type, data-level, data-version,
+  // data-language).
   // An empty query shows the recent searches (data-recent).
   function show(found, query, chosen = {}) {
     const recent = query ? [] : stored(localStorage, recentKey, []).filter((q) => typeof q === "string").slice(0, RECENT);
     results = query ? found : recent;
     move(-1);
     Object.assign(list.dataset, { query, type: chosen.type || "", level: chosen.level || "", version: chosen.version || "",
-                                  recent: String(recent.length) });
+                                  language: chosen.language || "", recent: String(recent.length) });
     list.replaceChildren(...(query ? found.map((result, i) => option(result, `ks-${n}-${i}`))
       : recent.map((q, i) => recentOption(q, `ks-${n}-${i}`))));
     status.textContent = !query ? "" : found.length ? `${found.length} 件` : `「${query}」は見つかりませんでした`;
@@ -206,7 +209,8 @@ function mount(container) {
     clearTimeout(timer);
     const mine = ++latest;
     const query = input.value.trim();
-    const chosen = { type: type.value || null, level: level.value || null, version: version.value || null };
+    const chosen = { type: type.value || null, level: level.value || null, version: version.value || null,
+                     language: language.value || null };
     if (!query) return show([], "");
     try {
       const opened = await load();
@@ -251,7 +255,7 @@ function mount(container) {
       }
     }
   });
-  for (const select of [type, level, version]) select.addEventListener("change", run);
+  for (const select of [type, level, version, language]) select.addEventListener("change", run);
   list.addEventListener("click", (event) => {
     const again = event.target.closest("button[data-query]");
     if (again) {  // a recent search: searched again
