@@ -99,6 +99,15 @@ def test_language_folders_and_page_languages_are_facets_only_with_two_languages(
     assert site_facets(ROOT, ["a.html", "b.html"], {"a.html": "ja", "b.html": "ja"}).language == {}
 
 
+def test_read_the_docs_layout_language_then_version_gives_both_facets():
+    """Read the Docs serves /<language>/<version>/: `ja/latest/`, `ja/1.7/`, `en/1.7/`."""
+    rels = [f"{lang}/{v}/{p}.html" for lang in ("ja", "en") for v in ("latest", "1.7", "1.6") for p in ("a", "b")]
+    facets = site_facets(ROOT, rels, {})
+    assert facets.versions == ("1.7", "1.6", "latest")  # a number before a channel name
+    assert facets.version["en/1.6/b.html"] == "1.6" and facets.language["en/1.6/b.html"] == "en"
+    assert set(facets.languages) == {"ja", "en"}
+
+
 def test_the_default_is_the_newest_version_and_japanese_for_a_question_in_japanese_script():
     assert default_facets({"version": None, "language": None}, "二次方程式", ["2.0", "1.0"], ["ja", "en"]) == {
         "version": "2.0", "language": "ja"}
