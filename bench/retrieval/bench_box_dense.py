@@ -16,8 +16,9 @@ into a query vector from a table made at build time, then ranks the set's chunks
 
 Each dense ranking is also fused with the box's lexical ranking (its scores with type priors, the top 50; each
 channel through mean +- 3 sd as ranking/fusion.py's dbsf; the dense one weighted `--dense-weight`), one result per
-place (the box's places file). Query sets: JSON Lines with "query" and "relevant" (chunk ids); a place is a hit
-when a relevant chunk is in it.
+place (the box's places file). Query sets: JSON Lines with "query" and "relevant" (chunk ids): a place is a hit
+when a relevant chunk is in it; or with "page" (a real site's questions, bench_real_sites.py's folders): a place on
+that page is a hit (judged by page, not by section).
 
     python bench/retrieval/bench_box_dense.py INDEX_DIR --cache-dir DIR QUERIES.jsonl [...]
 
@@ -131,6 +132,7 @@ class Tables:
         records = [Chunk.from_dict(json.loads(line))
                    for line in (index_dir / "knowledge_chunks.jsonl").read_text(encoding="utf-8").splitlines()]
         self.row_of = {c.id: row for row, c in enumerate(records)}
+        self.urls = [c.url for c in records]
         self.static_chunks = np.array([self._unit(self.static(" ".join(
             (c.material_title, c.title, c.title, c.content[:600])))) for c in records], np.float32)
         texts = sorted({t.strip() for c in records for t in _training_texts(c, sentences) if t and t.strip()})
@@ -197,11 +199,22 @@ def _top(scores: np.ndarray, depth: int = LEXICAL_DEPTH) -> dict[int, float]:
 METHODS = ("static->chunks", "static->static", "map->chunks", "e5")
 
 
+def _gold(tables: Tables, question: dict) -> set[int]:
+    """The places that answer: those of the chunks `relevant` names, or (a real site's questions, labelled by the
+    page that answers: "page": "callbacks/index.html") every place on that page."""
+    if question.get("relevant"):
+        return {tables.box.place[tables.row_of[i]] for i in question["relevant"] if i in tables.row_of}
+    page = question["page"][: -len("index.html")] if question["page"].endswith("index.html") else question["page"]
+    page = "/" + page.lstrip("/")
+    return {tables.box.place[row] for row, url in enumerate(tables.urls) if url.split("#")[0].endswith(page)}
+
+
 def measure(tables: Tables, path: Path, weight: float) -> dict[str, tuple[float, float]]:
-    questions = [q for q in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if q.get("relevant")]
+    questions = [q for q in map(json.loads, path.read_text(encoding="utf-8").splitlines())
+                 if q.get("relevant") or q.get("page")]
     hits = {name: [0, 0] for name in ("box", *METHODS, *(f"box+{m}" for m in METHODS))}
     for question in questions:
-        gold = {tables.box.place[tables.row_of[i]] for i in question["relevant"] if i in tables.row_of}
+        gold = _gold(tables, question)
         lexical = tables.lexical(question["query"])
         fused_lexical = dbsf(dict(sorted(lexical.items(), key=lambda x: (-x[1], x[0]))[:LEXICAL_DEPTH]))
         found = {"box": lexical}
