@@ -97,6 +97,9 @@ def test_language_folders_and_page_languages_are_facets_only_with_two_languages(
     by_page = site_facets(ROOT, ["a.html", "b.html", "c.html"], {"a.html": "ja", "b.html": "ja", "c.html": "en"})
     assert by_page.languages == ("ja", "en") and by_page.language["c.html"] == "en"
     assert site_facets(ROOT, ["a.html", "b.html"], {"a.html": "ja", "b.html": "ja"}).language == {}
+    # a theme's English 404 and search pages beside 40 Japanese ones: one language
+    pages = {f"p{i}.html": "ja" for i in range(40)} | {"404.html": "en", "search.html": "en"}
+    assert site_facets(ROOT, list(pages), pages).languages == ()
 
 
 def test_read_the_docs_layout_language_then_version_gives_both_facets():

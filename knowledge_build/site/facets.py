@@ -13,7 +13,7 @@ per language (`/ja/`, `/en/`). Each page's version and language are decided here
   come after numbered ones, in VERSION_NAME's order. A page outside every version folder has no version.
 - **Language**: a folder level whose names are language codes (LANGUAGE_CODES), by the same test; else
   the page's own language (`<html lang>`, or its text: site/scan.py) when the site's pages are in two
-  languages or more. A site in one language records none.
+  languages or more, each holding at least MIN_LANGUAGE_SHARE of them. A site in one language records none.
 
 A site with one version and one language gets no facet at all, so its chunks and artifacts are what they
 were before facets existed.
@@ -38,6 +38,8 @@ LANGUAGE_CODES = frozenset("ar bg ca cs da de el en es et fa fi fr he hi hu id i
 LANGUAGE_NAME = re.compile(r"^([a-z]{2})(?:[-_][A-Za-z]{2,4})?$")
 # A facet folder level holds at least this share of the pages (the rest: a root index, a 404 page).
 MIN_VERSIONED_SHARE = 0.5
+# By the pages' own languages (no language folders): a language is a facet when it holds this share of the pages.
+MIN_LANGUAGE_SHARE = 0.1
 # The folder levels looked at, from the site's root (`/ja/v1.5/` and `/v1.5/ja/` both occur).
 MAX_DEPTH = 3
 
@@ -89,6 +91,10 @@ def site_facets(root: Path, rels: list[str], page_langs: dict[str, str]) -> Face
         language = {rel: (LANGUAGE_NAME.match(v).group(1) if v else "") for rel, v in _by_level(rels, lang_depth).items()}
     else:
         language = {rel: page_langs.get(rel, "") for rel in rels}
+        counts = Counter(v for v in language.values() if v)
+        # A language of a few pages only (a theme's English 404 and search pages) is not a facet of the site.
+        minor = {lang for lang, n in counts.items() if n < MIN_LANGUAGE_SHARE * len(rels)}
+        language = {rel: ("" if v in minor else v) for rel, v in language.items()}
     languages = tuple(lang for lang, _ in Counter(v for v in language.values() if v).most_common())
     if len(languages) < 2:
         language, languages = {}, ()
