@@ -13,7 +13,9 @@ numbers rendered into it, and passes the same conformance cases (ranking/conform
 - fusion.py: dbsf (each channel through mean ± 3 sd) and weighted rrf;
 - relevance.py: the logistic of the dense cosine and the lexical coverage, and the window of candidates whose
   best evidence the query's relevance is;
-- places.py: one result per place, a part lifted among the first places.
+- places.py: one result per place, a part lifted among the first places;
+- facets.py: which version and language a question is answered from when it names none (the newest version;
+  Japanese pages for a question in Japanese script), and a page's place in every version.
 
 The shared text rules (fold, romaji with its `nn` rule, numerals) are text/'s (text/ja.py, text/romaji.py with
 its table knowledge_build/data/romaji.json), reaching the box and the database as data in the same way.
