@@ -166,6 +166,7 @@ def test_every_version_shows_each_place_once(index):
     places = [r.url.replace(r.version, "") if r.version else r.url for r in results]
     assert len(places) == len(set(places)) >= 3  # without the filter: 3 of the 5 would repeat one place
     assert all(len(r.other_versions) == 2 for r in results if r.version)
+    assert {r.version for r in results} <= {"v1.7", ""}  # each place led by its newest version
 
 
 def test_the_cli_filters_by_version(versioned_index, fake_open):
@@ -230,6 +231,7 @@ def test_every_version_in_the_box_shows_each_place_once(versioned_index, index):
     results = BrowserIndex(versioned_index).search("インストール", k=5, version="all")
     places = [index.get(r.id).url.replace(index.get(r.id).version, "*") for r in results]
     assert sorted(places) == ["/*/ja/api.html#install", "/*/ja/guide.html#install"]
+    assert {index.get(r.id).version for r in results} == {"v1.7"}  # led by the newest version
 
 
 @pytest.fixture(scope="module")

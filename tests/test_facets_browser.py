@@ -91,6 +91,7 @@ def test_the_box_answers_from_the_newest_version_and_its_menu_picks_another_or_e
     every = _links(tab, "インストール", "all")
     places = [link.split("/", 2)[2] for link in every]  # the path below the version folder, and the anchor
     assert len(places) == len(set(places)) == 2, every
+    assert all(link.startswith("/v1.7/") for link in every), every  # each led by its newest version
     assert errors == []
     context.close()
 

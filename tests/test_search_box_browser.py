@@ -335,7 +335,7 @@ def test_slash_and_ctrl_k_go_to_the_box_and_a_slash_typed_in_it_stays_a_slash(co
     tab.keyboard.press("/")
     tab.wait_for_function(focused)
     assert tab.locator(INPUT).input_value() == ""
-    tab.locator("body").click(position={"x": 5, "y": 5})
+    tab.evaluate("() => document.activeElement.blur()")  # a click could land on a link and leave the page
     assert not tab.evaluate(focused)
     tab.keyboard.press("Control+k")
     tab.wait_for_function(focused)

@@ -129,8 +129,17 @@ class BrowserIndex:
             if value is not None and key in self.facet_codes:  # a row of no version (255) passes
                 code = values[key].index(value) if value in values[key] else -1
                 scores = {r: s for r, s in scores.items() if self.facet_codes[key][r] in (code, 255)}
-        place = self.place_across if self.place_across and wanted["version"] is None else self.place
-        leads = leads_by_place(sorted(scores, key=lambda r: (-scores[r], r)), lambda row: place[row], k)
+        every = bool(self.place_across) and wanted["version"] is None  # each place once, its newest version first
+        place = self.place_across if every else self.place
+        ranked = sorted(scores, key=lambda r: (-scores[r], r))
+        leads = leads_by_place(ranked, lambda row: place[row], k)
+        if every:
+            codes, newest = self.facet_codes["versions"], {}  # code 0: the newest version
+            for row in ranked:
+                have = newest.get(place[row])
+                if have is None or codes[row] < codes[have]:
+                    newest[place[row]] = row
+            leads = [newest[place[row]] for row in leads]
         return [self._result(row, scores[row]) for row in leads]
 
     def _result(self, row: int, score: float) -> BrowserResult:

@@ -3,7 +3,8 @@
 A site with versions (site/facets.py) holds the same answer once per version; showing each would fill the
 first places with one answer. So a search that names no version answers from the newest one (the first of
 the manifest's `site.facets.versions`); `version="all"` searches every version. The pages outside every
-version folder pass any version filter: they belong to none.
+version folder pass any version filter: they belong to none. A place found in several versions is led by its newest
+version among them (the others listed beside it).
 
 A site in several languages answers a question written in Japanese script (kana or kanji) from its Japanese
 pages, when it has some; any other question searches every language (a question in Latin letters may be

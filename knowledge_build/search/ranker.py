@@ -93,13 +93,23 @@ class Ranker:
         each with its place's other chunks (ranking/places.py) and the other places of its concept."""
         mixed = filters.get("type") is None and self.artifacts.mixed
         place = self.artifacts.url
-        if self.artifacts.versions and filters.get("version") is None:  # every version: each place once
+        every_version = bool(self.artifacts.versions) and filters.get("version") is None
+        if every_version:  # every version: each place once, led by its newest version (ranking/facets.py)
             place = self.artifacts.place_in_every_version
         found = by_place(candidates, lambda c: place(c[0]), k,
                          promote=self._liftable if mixed else None, within=self.settings.part_place)
+        if every_version:
+            found = [self._newest_first(lead, others) for lead, others in found]
         return [replace(self._result(*lead, source), locations=self.artifacts.locations(lead[0]),
                         sub_results=tuple(self._sub_result(*other) for other in others))
                 for lead, others in found]
+
+    def _newest_first(self, lead, others):
+        """A place of every version led by the newest version among its candidates (the best of that version)."""
+        order = {v: i for i, v in enumerate(self.artifacts.versions)}
+        rank = lambda c: order.get(self.artifacts.columns.facet_of(c[0], "version"), len(order))  # noqa: E731
+        newest = min([lead, *others], key=rank)  # min keeps the first of equals: the best-ranked
+        return (lead, others) if newest is lead else (newest, [lead, *(o for o in others if o is not newest)])
 
     def per_kind(self, scores: dict[int, float]) -> dict[int, float]:
         """The top `candidates` of each kind group of a channel's ranking (the artifacts' channels take

@@ -387,8 +387,17 @@ export async function open(base) {
       ranked.push([row, type === null ? score * weight(info.types[row]) : score]);
     }
     ranked.sort((a, b) => b[1] - a[1] || a[0] - b[0]);
-    const place = info.across && wanted.version === null ? info.across : info.place;  // every version: each place once
-    const leads = leadsByPlace(ranked, ([row]) => place[row], k);
+    const every = info.across && wanted.version === null;  // every version: each place once, its newest version first
+    const place = every ? info.across : info.place;
+    let leads = leadsByPlace(ranked, ([row]) => place[row], k);
+    if (every) {
+      const codes = info.facets.versions, newest = new Map();  // code 0: the newest version
+      for (const item of ranked) {
+        const have = newest.get(place[item[0]]);
+        if (!have || codes[item[0]] < codes[have[0]]) newest.set(place[item[0]], item);
+      }
+      leads = leads.map(([row]) => newest.get(place[row]));
+    }
     const held = await Promise.all(leads.map(([row]) => records(Math.floor(row / size))));
     return leads.map(([row, score], i) => {
       const [id, link, title, typeValue, levelValue, learns, excerpt] = held[i][row % size];
