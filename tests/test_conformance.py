@@ -9,6 +9,7 @@ from knowledge_build.browser import search as box_search
 from knowledge_build.kinds import TYPES
 from knowledge_build.ranking import fusion, priors
 from knowledge_build.ranking.settings import SearchSettings
+from knowledge_build.ranking.facets import default_facets
 from knowledge_build.ranking.places import by_place
 from knowledge_build.ranking.relevance import relevances
 from knowledge_build.text import ja
@@ -44,6 +45,8 @@ ARTIFACTS = {
     "fusion": _fusion,
     "relevance": _relevance,
     "places": lambda case: [lead[0] for lead, _ in by_place(case["ranked"], lambda item: item[1], case["k"])],
+    "facet_defaults": lambda case: default_facets({"version": case["version"], "language": case["language"]},
+                                                  case["query"], case["versions"], case["languages"]),
 }
 BOX_PYTHON = {
     "romaji": analysis.romaji_kana,
@@ -53,6 +56,7 @@ BOX_PYTHON = {
     "type_weight": lambda case: box_search.type_weights(case["query"], {"types": bundle.type_entries(list(TYPES))})[
         TYPES.index(case["type"])],
     "places": lambda case: [item[0] for item in box_search.leads_by_place(case["ranked"], lambda item: item[1], case["k"])],
+    "facet_defaults": ARTIFACTS["facet_defaults"],  # the box's mirror (browser/search.py) calls default_facets
 }
 RUNNERS = {"artifacts": ARTIFACTS, "box": BOX_PYTHON}
 

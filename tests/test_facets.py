@@ -121,20 +121,6 @@ def test_the_default_is_the_newest_version_and_japanese_for_a_question_in_japane
     assert default_facets({"version": None}, "式", [], []) == {"version": None}
 
 
-def test_the_box_javascript_states_the_same_default(node):  # noqa: F811
-    module = ROOT / "knowledge_build" / "browser" / "static" / "knowledge-search.js"
-    cases = [("二次方程式", ["2.0", "1.0"], ["ja", "en"], {}), ("tasukigake", ["2.0"], ["ja", "en"], {}),
-             ("式", ["2.0"], ["ja"], {"version": "all", "language": "all"}), ("式", [], [], {}),
-             ("カタカナ", ["b", "a"], ["en"], {"version": "a"})]
-    code = (f"import({json.dumps(module.as_uri())}).then(m => console.log(JSON.stringify("
-            f"{json.dumps(cases, ensure_ascii=False)}.map(([q, v, l, o]) => m.facetDefaults(q, v, l, o)))))")
-    done = subprocess.run([node, "--input-type=module", "-e", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    expected = [default_facets({"version": o.get("version"), "language": o.get("language")}, q, v, l)
-                for q, v, l, o in cases]
-    assert json.loads(done.stdout) == expected
-
-
 # --- the artifacts, the CLI and MCP -------------------------------------------------------------------------
 
 

@@ -12,8 +12,8 @@ romaji: `tasukigake` is Japanese). `language="all"` searches every language.
 
 The artifacts and the database get the defaults from `default_facets` (serve/service.py resolves them before
 the database function is called; a direct RPC call names its version or gets every version); the box applies
-the same rule to the bundle's `facets` (browser/static/knowledge-search.js, `facetDefaults`), checked by the
-conformance cases in ranking/conformance/facets.jsonl.
+the same rule to the bundle's `versions` and `languages` (browser/static/knowledge-search.js, `facetDefaults`),
+held to it by the conformance cases of rule `facet_defaults` (ranking/conformance/facets.jsonl).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ test server, never published), which runs `cases_for("database")` through the SQ
 each rule (store/functions/*.sql): romaji: knowledge_romaji per [a-z]+ word of knowledge_fold, read together;
 fold and numerals: knowledge_fold (its knowledge_numerals); type_weight: knowledge_type_weight with
 knowledge_intended_type; fusion: knowledge_fused per channel, summed; relevance: knowledge_evidence,
-knowledge_best_evidence, knowledge_relevance; places: none in SQL (SQL_ELSEWHERE says which engine serves it).
+knowledge_best_evidence, knowledge_relevance; places and facet_defaults: none in SQL (SQL_ELSEWHERE says which engine serves them).
 
 Rules and inputs:
 - romaji: text -> the katakana of its romaji words read together ("" when none);
@@ -23,7 +23,9 @@ Rules and inputs:
 - type_weight: {type, query} -> the multiplier of a chunk's score (priors.type_priors);
 - fusion: {method (dbsf | rrf), channels {name: {row: score}}, weights, k} -> {row: fused score};
 - relevance: {cosines (null: no vector), coverage, parts} -> {relevance: per candidate, best: the query's};
-- places: {ranked: [[item, place], …] best first, k} -> the items that lead the first k places.
+- places: {ranked: [[item, place], …] best first, k} -> the items that lead the first k places;
+- facet_defaults: {query, versions (newest first), languages, version, language (null: not given)} -> the
+  {version, language} the question is answered from (null: no filter; ranking/facets.py).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ ENGINES = ("artifacts", "box", "database")
 RULE_ENGINES = {
     "romaji": ENGINES, "fold": ENGINES, "numerals": ("box", "database"), "lemmas": ("artifacts",),
     "query_texts": ("box",), "type_weight": ENGINES, "fusion": ("artifacts", "database"),
-    "relevance": ("artifacts", "database"), "places": ENGINES,
+    "relevance": ("artifacts", "database"), "places": ENGINES, "facet_defaults": ENGINES,
 }
 
 # The database's rules that no SQL function of its own serves, each with the engine that serves it there:
@@ -45,6 +47,8 @@ RULE_ENGINES = {
 SQL_ELSEWHERE = {
     "places": "search_knowledge returns ranked rows; one result per place is SearchService's (ranking/places.py, "
               "the artifacts' function), run on the database's rows",
+    "facet_defaults": "search_knowledge filters by the version and language it is given; SearchService resolves "
+                      "the defaults (ranking/facets.py default_facets) before it calls the function",
 }
 
 

@@ -17,6 +17,7 @@ const run = {
   query_texts: (c) => box.queryTexts(c.query, c.thesaurus, c.english, shipped.romaji),
   type_weight: (c) => box.typeWeights(shipped.types, c.query)(shipped.types.findIndex((t) => t.value === c.type)),
   places: (c) => box.leadsByPlace(c.ranked, (item) => item[1], c.k).map((item) => item[0]),
+  facet_defaults: (c) => box.facetDefaults(c.query, c.versions, c.languages, { version: c.version, language: c.language }),
 };
 const engines = JSON.parse(process.env.RULE_ENGINES);
 for (const name of readdirSync(here).filter((n) => n.endsWith(".jsonl")).sort()) {
