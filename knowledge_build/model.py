@@ -8,8 +8,12 @@ import re
 from dataclasses import dataclass
 
 from .kinds import learns_templates
+from .ranking.facets import FACET_FILTERS
 
 _TITLE_SUFFIX = re.compile(r"(とは|について|の定義)$")
+# The fields of a chunk that are its page's facets (site/facets.py), written only when the site has them: THE
+# facets of ranking/facets.py.
+FACET_FIELDS = FACET_FILTERS
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,7 @@ class Chunk:
             data["parents"] = list(self.parents)
         else:
             del data["parents"]  # optional: a box's JSON is what it was before sections existed
-        for facet in ("version", "language"):  # optional: a site without facets writes what it did before them
+        for facet in FACET_FIELDS:  # optional: a site without facets writes what it did before them
             if not data[facet]:
                 del data[facet]
         return data

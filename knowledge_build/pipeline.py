@@ -269,11 +269,12 @@ def build(config: Config, embedder=None, progress: bool = False, strict: bool = 
                                         batch_size=config.batch_size, timeout=config.embedding_timeout)
     vectors, stats = embed_chunks(chunks, embedder, config, progress)
     site = extraction.site
+    facets = extraction.facets.to_json()
     site_info = {"url": site.url, "baseurl": site.baseurl, **({"categories": site.categories} if site.categories else {}),
                  "generator": site.generator, **{k: v for k, v in (("name", site.name), ("description", site.description),
                                                                    ("lang", site.lang)) if v},
                  "pages": {k: extraction.summary[k] for k in ("found", "indexed")},
-                 **({"facets": extraction.facets.to_json()} if extraction.facets.to_json() else {})}
+                 **({"facets": facets} if facets else {})}
     with TokenCache(Path(config.cache_dir) / TOKENS_FILE) as token_cache:
         terms = BundleTerms(token_cache) if config.search_box else None
         postings = lexical_postings(chunks, token_cache, progress=progress, foreign=extraction.foreign,

@@ -17,6 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..kinds import PART_TYPES
+from ..model import FACET_FIELDS as FACETS
 from ..model import Chunk
 from ..text.ja import concept_key
 
@@ -28,8 +29,7 @@ _BRIEF = re.compile(rb'"(id|material|url)":("(?:[^"\\]|\\.)*")')
 ROW_DTYPE = np.dtype([("offset", "<u8"), ("type", "u1"), ("level", "u1"), ("material", "<u4"),
                       ("category", "<u4"), ("concept", "<i4"), ("norm", "<f4")])
 COLUMN_NAMES = ("type", "level", "material", "category")
-# Facets of a page, not a row (site/facets.py): columns.json lists them per material, when the site has them.
-FACETS = ("version", "language")
+# FACETS are a page's, not a row's (site/facets.py): columns.json lists them per material, when the site has them.
 # A result's other locations (same concept elsewhere): at most this many. A generic heading
 # (「7.練習問題」 on 115 pages of the reference corpus) would list every page.
 MAX_LOCATIONS = 20

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 
 ALL = "all"
+# The facets, each a field of a chunk (model.Chunk, which takes this tuple) and a filter of every front door.
 FACET_FILTERS = ("version", "language")
 # Kana (hiragana, katakana, the prolonged sound mark) and CJK ideographs: a question in Japanese script.
 _JAPANESE_SCRIPT = re.compile(r"[\u3041-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]")

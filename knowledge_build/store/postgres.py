@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KnowledgeBuildError
+from ..model import FACET_FIELDS
 from .common import DatabaseError
 from . import db_functions
 from .db_functions import DIM_TOKEN, render, table_dimension  # noqa: F401 (DIM_TOKEN: re-exported)
@@ -23,7 +24,7 @@ EDITED_BEFORE_FREEZE = ("006_hybrid",)  # 13 texts in its history; a database th
 _FIELDS = ("id", "material", "anchor", "url", "title", "content", "excerpt", "learns", "learns_source", "type",
            "category", "level", "prerequisites", "content_hash")
 # What publish writes: the chunk's fields and its facets (migration 011; "" on a site without them).
-_WRITTEN = (*_FIELDS, "version", "language")
+_WRITTEN = (*_FIELDS, *FACET_FIELDS)
 
 
 def connect(url: str, connect_timeout: float = 5.0, statement_timeout_ms: int | None = None):
@@ -307,7 +308,7 @@ def get_chunk(conn, chunk_id: str) -> dict | None:
     if not row:
         return None
     chunk = dict(zip(_WRITTEN, row))
-    return {k: v for k, v in chunk.items() if k not in ("version", "language") or v}
+    return {k: v for k, v in chunk.items() if k not in FACET_FIELDS or v}
 
 
 def list_concepts(conn, category=None, type=None) -> list[dict]:
