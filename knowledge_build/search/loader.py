@@ -36,6 +36,7 @@ class ArtifactSet:
         self.site_url = str(site.get("url") or "")
         facets = site.get("facets") or {}
         self.versions = tuple(facets.get("versions") or ())  # newest first (ranking/facets.py)
+        self.version_rank = {v: i for i, v in enumerate(self.versions)}  # 0: the newest
         self.languages = tuple(facets.get("languages") or ())
         self.filters = FilterVocabulary(categories=site.get("categories"), columns=self.columns,
                                         version_aliases=facets.get("version_aliases"))
@@ -79,8 +80,7 @@ class ArtifactSet:
                 other = self.chunks[row]
                 found.append({"version": other.version, "id": other.id, "url": other.url,
                               "absolute_url": self.absolute_url(other.url)})
-        order = {v: i for i, v in enumerate(self.versions)}
-        return sorted(found, key=lambda x: order.get(x["version"], len(order)))
+        return sorted(found, key=lambda x: self.version_rank.get(x["version"], len(self.versions)))
 
     def _families(self) -> dict[str, list[str]]:
         """Family (version_family) -> the materials of it, made on the first result that asks."""

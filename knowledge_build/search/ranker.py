@@ -106,9 +106,9 @@ class Ranker:
 
     def _newest_first(self, lead, others):
         """A place of every version led by the newest version among its candidates (the best of that version)."""
-        order = {v: i for i, v in enumerate(self.artifacts.versions)}
-        rank = lambda c: order.get(self.artifacts.columns.facet_of(c[0], "version"), len(order))  # noqa: E731
-        newest = min([lead, *others], key=rank)  # min keeps the first of equals: the best-ranked
+        artifacts = self.artifacts
+        newest = min([lead, *others], key=lambda c: artifacts.version_rank.get(  # min keeps the first of equals
+            artifacts.columns.facet_of(c[0], "version"), len(artifacts.versions)))
         return (lead, others) if newest is lead else (newest, [lead, *(o for o in others if o is not newest)])
 
     def per_kind(self, scores: dict[int, float]) -> dict[int, float]:
