@@ -3,7 +3,7 @@
     python bench/bench_build.py ../shared/corpus/school_asset [--cache-dir DIR]
 
 Prints: extraction speed (with lexical tokens), cold build and embed ms/chunk, no-change
-rebuild, one-box-edit rebuild, loader cold start, and query latency against the bare
+rebuild, one-box-edit rebuild, full warm builds without and with the search box's dense channel, loader cold start, and query latency against the bare
 query-embedding time measured in the same run. Figures go to docs/benchmarks.md.
 """
 
@@ -30,6 +30,7 @@ def main() -> None:
         config = kb.load_config(site=site, cache_dir=cache, output=work / "v1", env={})
         bench_extract(config)
         bench_builds(config, site)
+        bench_dense_cost(site, cache, work)
         bench_queries(work / "v1", _queries(args.queries))
 
 
@@ -60,6 +61,26 @@ def bench_builds(config, site: Path) -> None:
     harness.edit_one_box(site)
     seconds, result = harness.timed(kb.build, config)
     harness.report("one-box-edit rebuild", f"{seconds:.2f} s  ({result.embed_stats.embedded} embedded)")
+
+
+def bench_dense_cost(site: Path, cache: Path, work: Path, runs: int = 3) -> None:
+    """Full builds with a warm cache, the search box's dense channel off and on, interleaved (the build memo
+    cleared before each, so each runs in full): their medians and ratio."""
+    import shutil
+
+    from knowledge_build.index.build_memo import MEMO_DIR
+
+    times: dict[str, list[float]] = {"false": [], "true": []}
+    for _ in range(runs):
+        for dense in times:
+            shutil.rmtree(cache / MEMO_DIR, ignore_errors=True)
+            config = kb.load_config(site=site, cache_dir=cache, output=work / f"dense-{dense}",
+                                    env={"KB_SEARCH_BOX_DENSE": dense})
+            seconds, _ = harness.timed(kb.build, config)
+            times[dense].append(seconds)
+    off, on = harness.median(times["false"]), harness.median(times["true"])
+    harness.report(f"full build, warm cache, box without / with its dense channel (median of {runs})",
+                   f"{off:.2f} s / {on:.2f} s  (x{on / off:.2f})")
 
 
 def bench_queries(index_dir: Path, queries: list[str]) -> None:

@@ -61,6 +61,7 @@ class Config:
     artifact_schema: int = 2  # the only artifact schema (knowledge/v2); 1 is refused with what to do
     dense_index: str = "auto"  # v2: exact | ivf | auto (exact up to exact_max_rows chunks, IVF above)
     search_box: bool = True  # v2: write the browser search bundle (knowledge-search.*) into the set
+    search_box_dense: bool = True  # the bundle's dense channel (browser/dense.py); false: the box is lexical only
     facets: bool = True  # find the site's versions and languages (site/facets.py); false: record none
     exact_max_rows: int = 50_000
     store: str | None = None  # the writable store (notes, web sources): a SQLite file or a postgresql:// URL
@@ -93,7 +94,7 @@ _FIELDS = {f.name for f in fields(Config)} - {"sources"}
 _ENV = {f"KB_{name.upper()}": name for name in sorted(_FIELDS)}
 _COUNTS = ("max_pages", "crawl_depth", "crawl_concurrency", "progress_interval", "retrieval_count",
            "exact_max_rows")  # integers >= 1
-_FLAGS = ("respect_robots_txt", "rag_enabled", "show_sources", "search_box", "facets")
+_FLAGS = ("respect_robots_txt", "rag_enabled", "show_sources", "search_box", "search_box_dense", "facets")
 _FRACTIONS = ("relevance_threshold", "similarity_threshold")  # 0..1
 DEBUG_LOG_LEVELS = ("off", "info", "debug")
 _PATHS = ("site", "output", "cache_dir", "glossary", "thesaurus", "generated_learns", "index", "notes")

@@ -20,7 +20,8 @@ from .embed import describe, get_embedder
 from .embed.cache import VectorCache
 from .embed.runner import EmbedStats, embed_rows
 from .errors import BuildFailed, ConfigError
-from .index.artifacts import ArtifactSet, check_output_dir, clean_stale, write_artifacts, write_latest
+from .index.artifacts import (ArtifactSet, check_output_dir, checked_vectors, clean_stale, write_artifacts,
+                              write_latest)
 from .index.artifacts_v2 import assemble
 from .index.build_memo import inputs_digest, kept_chunks, recall, remember
 from .index.layout import MANIFEST
@@ -268,6 +269,7 @@ def build(config: Config, embedder=None, progress: bool = False, strict: bool = 
                                         dimensions=config.embedding_dimensions, base_url=config.base_url,
                                         batch_size=config.batch_size, timeout=config.embedding_timeout)
     vectors, stats = embed_chunks(chunks, embedder, config, progress)
+    vectors = checked_vectors(chunks, vectors, embedder.dim)  # NonFiniteVectors before anything reads them
     site = extraction.site
     facets = extraction.facets.to_json()
     site_info = {"url": site.url, "baseurl": site.baseurl, **({"categories": site.categories} if site.categories else {}),
@@ -279,7 +281,8 @@ def build(config: Config, embedder=None, progress: bool = False, strict: bool = 
         terms = BundleTerms(token_cache) if config.search_box else None
         postings = lexical_postings(chunks, token_cache, progress=progress, foreign=extraction.foreign,
                                     also=terms.add if terms else None)
-        bundle = search_box_files(chunks, config, terms, extraction.facets.versions) if terms else None
+        bundle = search_box_files(chunks, config, terms, extraction.facets.versions, vectors, embedder,
+                                  progress) if terms else None
         artifacts = assemble(chunks, vectors, postings, ANALYZER, describe(embedder), site_info,
                              config.dense_index, config.exact_max_rows, Path(config.cache_dir), extra_files=bundle)
     write_artifacts(artifacts, output)  # ArtifactWriteFailed (previous set untouched) on any OS error
@@ -290,9 +293,10 @@ def build(config: Config, embedder=None, progress: bool = False, strict: bool = 
 
 
 def search_box_files(chunks: list[Chunk], config: Config, terms: BundleTerms | None = None,
-                     versions=()) -> dict[str, bytes]:
+                     versions=(), vectors=None, embedder=None, progress: bool = False) -> dict[str, bytes]:
     """The browser search bundle's files (browser/bundle.py), with the site's thesaurus; `terms`: the
-    BundleTerms lexical_postings fed (without it the chunks are analysed here)."""
+    BundleTerms lexical_postings fed (without it the chunks are analysed here); with the chunks' `vectors` and
+    their `embedder`, its dense channel too (browser/dense.py) unless config.search_box_dense is off."""
     from .browser.bundle import bundle_files
     from .text.thesaurus import load_thesaurus
 
@@ -301,7 +305,11 @@ def search_box_files(chunks: list[Chunk], config: Config, terms: BundleTerms | N
         for start in range(0, len(chunks), 2000):
             batch = chunks[start:start + 2000]
             terms.add(batch, _analyzed(batch, None, frozenset()))
-    return bundle_files(chunks, load_thesaurus(config.thesaurus), terms.finish(), versions)
+    thesaurus = load_thesaurus(config.thesaurus)
+    if vectors is None or embedder is None or not config.search_box_dense:
+        return bundle_files(chunks, thesaurus, terms.finish(), versions)
+    with VectorCache(Path(config.cache_dir) / "vectors.sqlite") as cache:
+        return bundle_files(chunks, thesaurus, terms.finish(), versions, (vectors, embedder, cache, progress))
 
 
 def _kept(output: Path, build_id: str, diagnostics: list[Diagnostic], started: float) -> BuildResult:

@@ -83,8 +83,9 @@ def test_build_writes_the_bundle_into_the_set_and_lists_every_file(built):
     assert sorted(names) == on_disk and bundle.ENTRY in names
     entry = json.loads((result.output / bundle.ENTRY).read_bytes())
     assert entry["format"] == bundle.FORMAT and entry["rows"] == manifest["counts"]["chunks"]
+    dense = [(kind, entry["dense"][key]) for kind, key in bundle.DENSE_KINDS.items()]  # on by default
     listed = [bundle.file_name(kind, d) for kind, key in (("t", entry["shards"]), ("r", entry["records"]["files"]),
-                                                            ("p", entry["places"])) for d in bundle.unpack(key)]
+                                                            ("p", entry["places"]), *dense) for d in bundle.unpack(key)]
     assert set(listed) == set(names) - {bundle.ENTRY} - set(bundle.static_files())
     assert {"knowledge-search.js", "knowledge-search-ui.js"} <= set(names)  # the modules travel with the set
 
@@ -105,12 +106,14 @@ def test_filters_narrow_to_a_type_and_a_level(built):
 
 
 def test_the_same_chunks_give_the_same_bytes_as_the_build(built):
-    from knowledge_build.pipeline import search_box_files
+    from knowledge_build.pipeline import embed_chunks, search_box_files
 
     result, config = built
-    again = search_box_files(list(result.chunks), config)
-    assert again == search_box_files(list(result.chunks), config)
+    vectors = embed_chunks(list(result.chunks), FakeEmbedder(), config)[0]  # from the cache, as the build's
+    again = search_box_files(list(result.chunks), config, vectors=vectors, embedder=FakeEmbedder())
+    assert again == search_box_files(list(result.chunks), config, vectors=vectors, embedder=FakeEmbedder())
     assert again == {name: (result.output / name).read_bytes() for name in again}
+    assert any(name.startswith("knowledge-search-c") for name in again)
 
 
 def test_a_chunk_url_that_is_not_http_or_site_relative_is_written_without_a_link(built):
@@ -135,6 +138,30 @@ def test_search_box_off_writes_no_bundle(built, tmp_path):
     assert off.search_box is False
     output = kb.build(off, embedder=FakeEmbedder()).output
     assert not [p for p in output.iterdir() if p.name.startswith(bundle.PREFIX)]
+
+
+def test_the_dense_channel_is_left_out_when_switched_off_or_too_large_for_a_first_query(built, tmp_path, caplog,
+                                                                                       monkeypatch):
+    """README ("Meaning in the box"): `search_box_dense: false` gives the box without its dense channel; a site of
+    more chunks than dense.MAX_ROWS gets none either, and the build says so."""
+    from knowledge_build.browser import dense
+    from knowledge_build.pipeline import embed_chunks, search_box_files
+
+    result, config = built
+    site = Path(config.site)
+    off = kb.load_config(site=site, output=tmp_path / "v2", cache_dir=tmp_path / "cache",
+                         env={"KB_SEARCH_BOX_DENSE": "false"})
+    assert off.search_box_dense is False
+    output = kb.build(off, embedder=FakeEmbedder()).output
+    assert "dense" not in json.loads((output / bundle.ENTRY).read_bytes())
+    kinds = {p.name[len(bundle.PREFIX) + 1] for p in output.iterdir() if p.name.startswith(bundle.PREFIX + "-")}
+    assert not kinds & set(bundle.DENSE_KINDS) and "t" in kinds
+    assert [r.id for r in BrowserIndex(output).search("判別式", 5)]
+    vectors = embed_chunks(list(result.chunks), FakeEmbedder(), config)[0]
+    monkeypatch.setattr(dense, "MAX_ROWS", len(result.chunks) - 1)
+    files = search_box_files(list(result.chunks), config, vectors=vectors, embedder=FakeEmbedder())
+    assert "dense" not in json.loads(files[bundle.ENTRY])
+    assert f"more than {len(result.chunks) - 1}" in caplog.text and "ranks by words" in caplog.text
 
 
 def test_the_modules_are_at_most_20_kb_gzipped():
@@ -205,9 +232,11 @@ def test_chromium_analyses_and_ranks_as_python_does(browser, served):
 @pytest.mark.browser
 @pytest.mark.corpus
 @pytest.mark.model
-def test_the_first_query_on_the_reference_corpus_transfers_at_most_160_kib(browser, corpus_real_index, dev_queries):
-    """README: the first query on the reference corpus fetches at most 160 KiB (modules, entry point, shards,
-    records), counted by a real server on 127.0.0.1; each dev query alone stays under it too."""
+def test_the_box_on_the_reference_corpus_ranks_as_python_within_its_byte_budgets(browser, corpus_real_index, dev_queries):
+    """README ("Meaning in the box"): on the reference corpus, built with the local model, the first query fetches at
+    most 300 KB with every script (modules, stylesheet, entry point, shards, the dense channel's codes, records),
+    each dev query alone too, and the next nine typed after the first at most 60 KB on average, counted by a real
+    server on 127.0.0.1 without compression; Chromium ranks every dev query as the Python mirror does."""
     root = corpus_real_index.parent
     (root / "blank.html").write_text("<!DOCTYPE html><meta charset='utf-8'><title>t</title>", encoding="utf-8")
     sent: list[int] = []
@@ -224,8 +253,14 @@ def test_the_first_query_on_the_reference_corpus_transfers_at_most_160_kib(brows
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Counting, directory=root))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    module = f"{base}/{corpus_real_index.name}/knowledge-search.js"
     queries = [json.loads(line)["query"] for line in dev_queries.read_text(encoding="utf-8").splitlines()]
-    totals = []
+    search = """async ([module, query]) => {
+        const m = await import(module);
+        const index = await m.open(new URL("./", module));
+        return (await index.search(query, {k: 8})).map((r) => r.id);
+    }"""
+    totals, ranked = [], []
     try:
         for query in queries:
             context = browser.new_context()
@@ -233,20 +268,30 @@ def test_the_first_query_on_the_reference_corpus_transfers_at_most_160_kib(brows
             page.set_default_timeout(TIMEOUT_MS)
             page.goto(f"{base}/blank.html")
             sent.clear()
-            found = page.evaluate("""async ([module, query]) => {
-                const m = await import(module);
-                const index = await m.open(new URL("./", module));
-                return (await index.search(query, {k: 8})).length;
-            }""", [f"{base}/{corpus_real_index.name}/knowledge-search.js", query])
+            ranked.append(page.evaluate(search, [module, query]))
             totals.append(sum(sent))
             context.close()
-            assert found > 0, query
+        context = browser.new_context()
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(f"{base}/blank.html")
+        warm = []
+        for query in queries[:10]:  # one student, one page: the browser keeps what it fetched
+            sent.clear()
+            page.evaluate(search, [module, query])
+            warm.append(sum(sent))
+        context.close()
     finally:
         httpd.shutdown()
         httpd.server_close()
+    index = BrowserIndex(corpus_real_index)
+    assert "dense" in index.entry
+    assert ranked == [[r.id for r in index.search(q, 8)] for q in queries]
+    assert all(ranked), [q for q, r in zip(queries, ranked) if not r]
     box = sum((corpus_real_index / name).stat().st_size for name in ("knowledge-search-ui.js", "knowledge-search.css"))
     totals = [t + box for t in totals]  # the box's own module and stylesheet, fetched with the first query
-    assert totals[0] <= 160 * 1024 and max(totals) <= 160 * 1024, (totals[0], max(totals))
+    assert totals[0] <= 300_000 and max(totals) <= 300_000, (totals[0], max(totals))
+    assert sum(warm[1:]) / 9 <= 60_000, warm
 
 
 def test_a_large_site_keeps_the_bundle_to_a_bounded_number_of_files():

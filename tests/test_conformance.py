@@ -56,6 +56,7 @@ BOX_PYTHON = {
     "type_weight": lambda case: box_search.type_weights(case["query"], {"types": bundle.type_entries(list(TYPES))})[
         TYPES.index(case["type"])],
     "places": lambda case: [item[0] for item in box_search.leads_by_place(case["ranked"], lambda item: item[1], case["k"])],
+    "fusion": _fusion,  # the box's mirror (browser/search.py) fuses with ranking/fusion.py's functions
     "facet_defaults": ARTIFACTS["facet_defaults"],  # the box's mirror (browser/search.py) calls default_facets
 }
 RUNNERS = {"artifacts": ARTIFACTS, "box": BOX_PYTHON}

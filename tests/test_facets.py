@@ -213,11 +213,13 @@ def test_the_box_answers_from_the_newest_version_and_filters_by_another(versione
 
 
 def test_every_version_in_the_box_shows_each_place_once(versioned_index, index):
-    """Six sections in three versions hold the word: two places, each shown once."""
+    """Six sections in three versions hold the word: two places, each shown once, first (the dense channel may add
+    places that do not hold it below them)."""
     results = BrowserIndex(versioned_index).search("インストール", k=5, version="all")
     places = [index.get(r.id).url.replace(index.get(r.id).version, "*") for r in results]
-    assert sorted(places) == ["/*/ja/api.html#install", "/*/ja/guide.html#install"]
-    assert {index.get(r.id).version for r in results} == {"v1.7"}  # led by the newest version
+    assert sorted(places[:2]) == ["/*/ja/api.html#install", "/*/ja/guide.html#install"]
+    assert len(set(places)) == len(places)
+    assert {index.get(r.id).version for r in results[:2]} == {"v1.7"}  # led by the newest version
 
 
 @pytest.fixture(scope="module")

@@ -71,6 +71,12 @@ def _links(tab, query: str, version: str = "", language: str = "") -> list[str]:
     return tab.eval_on_selector_all("[role=option] a", "links => links.map(a => a.getAttribute('href'))")
 
 
+def _within(link: str, folder: str) -> bool:
+    """A link below `folder`, or to the site's own front page (no version, no language: every filter passes it; the
+    dense channel may bring it among pages that hold the words)."""
+    return link.startswith(folder) or link.startswith("/#") or link == "/"
+
+
 def test_the_box_answers_from_the_newest_version_and_its_menu_picks_another_or_every_one(browser, server):
     context = browser.new_context()
     context.set_default_timeout(TIMEOUT_MS)
@@ -83,15 +89,16 @@ def test_the_box_answers_from_the_newest_version_and_its_menu_picks_another_or_e
     options = tab.eval_on_selector_all(f"{MENU} option", "os => os.map(o => [o.value, o.textContent])")
     assert options == [["", "最新の版"], ["v1.7", "v1.7"], ["v1.6", "v1.6"], ["v1.5", "v1.5"], ["all", "すべての版"]]
     newest = _links(tab, "インストール")
-    assert newest and all(link.startswith("/v1.7/ja/") for link in newest), newest  # Japanese: the ja pages
+    assert newest and all(_within(link, "/v1.7/ja/") for link in newest), newest  # Japanese: the ja pages
     tab.locator(MENU).select_option("v1.5")
     older = _links(tab, "インストール", "v1.5")
-    assert older and all(link.startswith("/v1.5/") for link in older), older
+    assert older and all(_within(link, "/v1.5/") for link in older), older
     tab.locator(MENU).select_option("all")
     every = _links(tab, "インストール", "all")
-    places = [link.split("/", 2)[2] for link in every]  # the path below the version folder, and the anchor
-    assert len(places) == len(set(places)) == 2, every
-    assert all(link.startswith("/v1.7/") for link in every), every  # each led by its newest version
+    versioned = [link for link in every if link.startswith("/v")]
+    places = [link.split("/", 2)[2] for link in versioned]  # the path below the version folder, and the anchor
+    assert len(places) == len(set(places)) >= 2, every
+    assert all(link.startswith("/v1.7/") for link in versioned), every  # each led by its newest version
     assert errors == []
     context.close()
 
@@ -106,9 +113,9 @@ def test_the_language_menu_picks_the_pages_of_one_language(browser, server):
     options = tab.eval_on_selector_all(f"{LANGUAGES} option", "os => os.map(o => o.value)")
     assert options[0] == "" and sorted(options[1:3]) == ["en", "ja"] and options[3] == "all"
     english = _links(tab, "installation")  # Latin letters (it could be romaji): every language by default
-    assert english and all(link.startswith("/v1.7/en/") for link in english), english
+    assert english and english[0].startswith("/v1.7/en/") and all(_within(link, "/v1.7/") for link in english), english
     tab.locator(LANGUAGES).select_option("ja")
-    assert _links(tab, "installation", language="ja") == []  # no Japanese page has the English word
+    assert all(_within(link, "/v1.7/ja/") for link in _links(tab, "installation", language="ja"))
     tab.locator(LANGUAGES).select_option("en")
-    assert _links(tab, "インストール", language="en") == []  # a Japanese question kept to the English pages
+    assert all(_within(link, "/v1.7/en/") for link in _links(tab, "インストール", language="en"))  # kept to them
     context.close()

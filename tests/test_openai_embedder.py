@@ -106,7 +106,7 @@ class _Server:
     def __init__(self, script=(), dim=8, model="m", gather=1, gather_seconds=10.0):
         self.script, self.dim, self.model = list(script), dim, model
         self.gather, self.gather_seconds = gather, gather_seconds
-        self.requests, self.inputs, self.models = 0, [], []
+        self.requests, self.inputs, self.models, self.kinds = 0, [], [], []
         self.in_flight = self.max_in_flight = 0
         self.changed = threading.Condition()
         self.released = threading.Event()
@@ -116,6 +116,7 @@ class _Server:
             self.requests += 1
             self.inputs.append(len(body["input"]))
             self.models.append(body.get("model"))
+            self.kinds.append(body.get("input_type", "passage"))
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             self.changed.notify_all()
@@ -253,14 +254,22 @@ def test_requests_are_batched_and_cost_is_estimated(faulty):
     assert tokens > 20 and dollars is None  # prices are only known for OpenAI's own models
 
 
+def _passages(server) -> list[int]:
+    """The inputs of each request for passages (the chunks), not those of the search box's texts (queries)."""
+    return [n for n, kind in zip(server.inputs, server.kinds) if kind == "passage"]
+
+
 def test_build_sends_few_large_requests_several_at_a_time(fake_server, site_dir):
     server, url = fake_server(gather=2)
     result = CliRunner().invoke(main, ["build", "--site", str(site_dir), "--embedder", "openai-compatible",
                                        "--base-url", url, "--embedding-dimensions", "8", "--batch-size", "32",
                                        "--format", "json"])
     assert result.exit_code == 0, result.output
-    assert sorted(server.inputs) == [SITE_CHUNKS - 5 * 32, 32, 32, 32, 32, 32]  # ceil(171 / 32) = 6 requests
+    assert sorted(_passages(server)) == [SITE_CHUNKS - 5 * 32, 32, 32, 32, 32, 32]  # ceil(171 / 32) = 6 requests
     assert 2 <= server.max_in_flight <= 4  # the client runs up to 4 at a time
+    # the search box's pieces and short texts, as queries, in requests of the same size
+    queries = [n for n, kind in zip(server.inputs, server.kinds) if kind == "query"]
+    assert queries and max(queries) == 32 and len(queries) == len(server.inputs) - 6
 
 
 def test_build_without_batch_size_sends_all_chunks_in_one_request(fake_server, site_dir):
@@ -268,7 +277,8 @@ def test_build_without_batch_size_sends_all_chunks_in_one_request(fake_server, s
     config = load_config(site=site_dir, embedder="openai-compatible", base_url=url, embedding_dimensions=8)
     result = build(config)
     assert result.embed_stats.embedded == SITE_CHUNKS
-    assert server.inputs == [SITE_CHUNKS] and server.requests == math.ceil(SITE_CHUNKS / 256)
+    assert _passages(server) == [SITE_CHUNKS] and server.kinds.count("passage") == math.ceil(SITE_CHUNKS / 256)
+    assert all(n <= 256 for n in server.inputs)
 
 
 def test_an_interrupted_concurrent_build_keeps_every_answer_and_resumes(faulty, site_dir):
@@ -292,8 +302,8 @@ def test_openai_compatible_without_a_model_learns_the_dimension_and_name_from_th
     index_dir = site_dir / "_site" / "knowledge" / "v2"
     manifest = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["embedder"]["model"] == "served-e5" and manifest["embedder"]["dim"] == 384
-    assert server.inputs == [1, SITE_CHUNKS]  # one probe, then one batch
-    assert server.models[1:] == ["served-e5"]  # later requests name the server's model
+    assert server.inputs[:2] == [1, SITE_CHUNKS]  # one probe, then one batch (then the search box's queries)
+    assert set(server.models[1:]) == {"served-e5"}  # later requests name the server's model
     monkeypatch.setenv("KB_BASE_URL", url)
     index = KnowledgeIndex.open(index_dir)
     assert index.search("たすきがけ", k=3) and server.models[-1] == "served-e5"

@@ -15,7 +15,8 @@ from knowledge_build.progress import Progress
 
 from .conftest import FakeEmbedder
 
-LINE = re.compile(r"^(reading pages|embedding|indexing words): ([\d,]+)/([\d,]+) (pages|chunks) \((\d+) %\)$")
+LINE = re.compile(r"^(reading pages|embedding|indexing words|search box pieces|search box texts): ([\d,]+)/([\d,]+) "
+                  r"(pages|chunks|texts) \((\d+) %\)$")
 
 
 class Terminal(io.StringIO):
@@ -81,7 +82,8 @@ def test_build_into_a_log_reports_each_stage_and_ends_each_at_its_total(site_dir
     stages = _stages(result.stderr)
     pages = sum(not any(part.startswith("_") for part in path.relative_to(site_dir).parts)
                 for path in site_dir.rglob("*.html"))
-    assert list(stages) == ["reading pages", "embedding", "indexing words"]
+    # the search box's dense channel embeds its pieces and the site's short texts (browser/dense.py)
+    assert list(stages) == ["reading pages", "embedding", "indexing words", "search box pieces", "search box texts"]
     assert stages["reading pages"][-1] == (pages, pages)
     assert stages["embedding"][-1] == (171, 171) and stages["indexing words"][-1] == (171, 171)
     for lines in stages.values():

@@ -35,6 +35,20 @@ def database_reads(settings) -> set[str]:
     return found
 
 
+BOX_READS = {"fusion": "fusion", "rrf_k": "rrf_k", "candidates": "candidates", "channel_weights": "weights"}
+
+
+def test_the_box_fuses_with_the_settings_the_table_says_it_reads():
+    import numpy as np
+
+    from knowledge_build.browser.dense import DenseTables
+
+    entry = DenseTables(4, {}, np.zeros(4, np.float32), np.ones(4, np.float32), np.zeros((0, 4), np.uint8)).files()[0]
+    settings = ranking_settings.SearchSettings()
+    assert {key: entry[shipped] for key, shipped in BOX_READS.items()} == {
+        key: getattr(settings, key) for key in BOX_READS}
+
+
 def numbers_table() -> str:
     """The table of every number the engines rank with, as docs/ranking.md shows it."""
     settings = ranking_settings.SearchSettings()
@@ -47,6 +61,8 @@ def numbers_table() -> str:
         reader = "artifacts, database" if field.name in database else "artifacts"
         if field.name == "channel_weights":
             reader = "artifacts; database: `dense` only"
+        if field.name in BOX_READS:  # the bundle's entry point carries them (browser/dense.py)
+            reader += ", box"
         rows.append((f"`SearchSettings.{field.name}`", f"`{value!r}`", reader))
     for type_, (weight, named) in type_priors(settings).items():
         rows.append((f"type prior `{type_}`", f"`{weight!r}`, named `{named!r}`", "artifacts, database, box"))

@@ -300,3 +300,63 @@ def test_the_python_mirror_refuses_a_query_over_2000_characters(bundle_dir):
     assert _python_search(bundle_dir, (QUERY * 700)[:2000])
     with pytest.raises(QueryTooLong):
         _python_search(bundle_dir, (QUERY * 700)[:2001])
+
+
+# -- the dense channel's files (browser/dense.py) ----------------------------------------------------------
+
+def _dense_files(folder) -> list:
+    entry = _entry(folder)
+    return [folder / bundle.file_name(kind, d) for kind, key in bundle.DENSE_KINDS.items()
+            for d in bundle.unpack(entry["dense"][key])]
+
+
+@pytest.mark.browser
+def test_a_tampered_code_file_is_refused_with_a_message(context, origin, bundle_dir):
+    codes = next(p for p in _dense_files(bundle_dir) if p.name.startswith("knowledge-search-c"))
+    data = bytearray(codes.read_bytes())
+    data[0] ^= 0xFF  # one row's code changed: a ranking the owner did not build
+    codes.write_bytes(bytes(data))
+    _, status, shown = _search(context, origin)
+    assert shown == [] and codes.name in status and "sha256" in status, (status, shown)
+
+
+@pytest.mark.browser
+def test_without_the_dense_files_the_box_answers_by_its_words_and_warns_in_the_console(context, origin, bundle_dir):
+    from knowledge_build.browser.search import BrowserIndex
+
+    for path in _dense_files(bundle_dir):
+        path.unlink()
+    tab = context.new_page()
+    warnings = []
+    tab.on("console", lambda message: warnings.append(message.text) if message.type == "warning" else None)
+    tab.goto(f"{origin}/box.html", wait_until="load")
+    tab.locator("input[role=combobox]").click()
+    tab.keyboard.type(QUERY)
+    tab.wait_for_function(ANSWERED, arg=QUERY)
+    shown = tab.eval_on_selector_all("[role=option] .ks-title", "titles => titles.map(t => t.textContent)")
+    assert shown and any(QUERY in title for title in shown), shown
+    assert any("without its dense channel" in w for w in warnings), warnings
+    lexical = BrowserIndex(bundle_dir)
+    lexical.entry.pop("dense")  # what the box ranks by its words alone
+    assert len(shown) == len(lexical.search(QUERY, 8))
+
+
+def test_the_python_mirror_refuses_a_tampered_piece_shard_and_answers_without_missing_dense_files(bundle_dir, caplog):
+    from knowledge_build.browser.search import BrowserIndex
+    from knowledge_build.errors import BrokenBundle
+
+    index = BrowserIndex(bundle_dir)
+    body, reading = index.terms(QUERY)
+    shard = bundle_dir / bundle.file_name("v", bundle.unpack(_entry(bundle_dir)["dense"]["pieces"])[
+        bundle.fnv1a(body[0]) % len(index.digests["v"])])
+    saved = shard.read_bytes()
+    shard.write_bytes(saved[:-1] + bytes([saved[-1] ^ 1]))
+    with pytest.raises(BrokenBundle, match=f"{shard.name}.*sha256"):
+        _python_search(bundle_dir)
+    shard.write_bytes(saved)
+    dense = _python_search(bundle_dir)
+    for path in _dense_files(bundle_dir):
+        path.unlink()
+    lexical = _python_search(bundle_dir)
+    assert lexical and "without its dense channel" in caplog.text
+    assert [r.id for r in lexical] != [r.id for r in dense] or [r.score for r in lexical] != [r.score for r in dense]

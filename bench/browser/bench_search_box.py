@@ -13,7 +13,10 @@ result links to): a result is a hit when it links where a labelled chunk does.
 Bytes: each query in a fresh browser context (an empty cache) from the page's load until the results
 are drawn, every response under the set's folder (the modules, the stylesheet, the entry point, the
 shards and records the query needed); the server does not compress. `first_query` is the first dev
-query's; `per_query_mean` the mean over the dev queries.
+query's; `per_query_mean` the mean over the dev queries, each cold; `next_nine_mean` the mean of dev queries 2 to 10
+typed one after another on one page. The box is also ranked by its module with the dense channel removed
+(`box_words_only`, what `search_box_dense: false` gives), and the CLI's hybrid search beside `search --mode
+lexical`. `box_ms_after_first`: each search's time in the page, the first of each set left out.
 
     .venv/bin/python bench/browser/bench_search_box.py [--sets dev,variant] [--work DIR] [--format json]
 """
@@ -37,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shar
 import harness  # noqa: E402
 
 SETS = {"dev": harness.DEV_QUERIES, "variant": harness.EVAL_DATA / "variant_queries.jsonl",
-        "own": harness.EVAL_DATA / "corpus_queries.jsonl"}
+        "own": harness.EVAL_DATA / "corpus_queries.jsonl", "paraphrase": harness.EVAL_DATA / "paraphrase_queries.jsonl"}
 CHROMIUM = os.environ.get("KB_CHROMIUM", "/usr/bin/chromium")
 TIMEOUT_MS = float(os.environ.get("KB_TEST_TIMEOUT", "120")) * 1000
 
@@ -131,6 +134,48 @@ def bytes_per_query(browser, page_url: str, queries: list[str], sent: list, set_
     return counts
 
 
+def module_rankings(browser, page_url: str, module: str, queries: list[str], k: int, dense: bool) -> dict:
+    """The box's module imported on the page (no typing): each query's first k links as places, and the
+    milliseconds each search took (performance.now around it; the first query fetches, the others mostly not);
+    `dense` False: the entry point's dense channel removed, as a bundle built with search_box_dense false ranks."""
+    page = browser.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(page_url, wait_until="load")
+    got = page.evaluate("""async ([module, queries, k, dense]) => {
+        const m = await import(module);
+        const index = await m.open(new URL("./", module));
+        if (!dense) delete index.entry.dense;
+        const links = [], ms = [];
+        for (const q of queries) {
+            const start = performance.now();
+            const found = await index.search(q, {k});
+            ms.push(performance.now() - start);
+            links.push(found.map((r) => new URL(r.url, location.href).href));
+        }
+        return {links, ms};
+    }""", [module, queries, k, dense])
+    page.close()
+    return {"rankings": [[place(h) for h in links] for links in got["links"]], "ms": got["ms"]}
+
+
+def warm_bytes(browser, page_url: str, queries: list[str], sent: list, set_path: str) -> list[int]:
+    """Bytes under the set's folder for each of `queries` typed one after another on one page (the browser's
+    cache and the module's own kept files as a student has them after the first query)."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    start = len(sent)
+    page.goto(page_url, wait_until="load")
+    counts = []
+    for query in queries:
+        page.locator(".ks-input").fill(query)
+        page.wait_for_function("q => document.querySelector('.ks-results')?.dataset.query === q", arg=query.strip())
+        counts.append(sum(size for path, size in sent[start:] if set_path in path))
+        start = len(sent)
+    context.close()
+    return counts
+
+
 def hits(rankings: list[list[str]], items: list[dict], url_of: dict[str, str]) -> dict[str, float]:
     h1 = h5 = 0
     for ranked, item in zip(rankings, items):
@@ -167,20 +212,32 @@ def main() -> None:
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], timeout=TIMEOUT_MS)
+            module = f"{base}{baseurl}/knowledge/v2/knowledge-search.js"
+            latency = []
             for name, items in sets.items():
                 queries = [it["query"] for it in items]
                 box = box_rankings(browser, page_url, queries, 5)
+                words = module_rankings(browser, page_url, module, queries, 5, dense=False)
+                latency += module_rankings(browser, page_url, module, queries, 5, dense=True)["ms"][1:]
                 lexical = [[r.url for r in index.search(q, k=5, mode="lexical")] for q in queries]
-                report["sets"][name] = {"box": hits(box, items, url_of), "lexical": hits(lexical, items, url_of)}
+                hybrid = [[r.url for r in index.search(q, k=5)] for q in queries]
+                report["sets"][name] = {"box": hits(box, items, url_of),
+                                        "box_words_only": hits(words["rankings"], items, url_of),
+                                        "lexical": hits(lexical, items, url_of), "hybrid": hits(hybrid, items, url_of)}
             dev = [it["query"] for it in sets.get("dev", next(iter(sets.values())))]
             counts = bytes_per_query(browser, page_url, dev, sent, "/knowledge/v2/")
+            warm = warm_bytes(browser, page_url, dev[:10], sent, "/knowledge/v2/")
             browser.close()
     finally:
         httpd.shutdown()
         httpd.server_close()
     bundle = [p for p in set_dir.iterdir() if p.name.startswith("knowledge-search")]
     static = [p for p in bundle if p.suffix in (".js",)]
+    latency.sort()
+    report["box_ms_after_first"] = {"p50": round(latency[len(latency) // 2], 1),
+                                    "p95": round(latency[int(len(latency) * 0.95)], 1), "queries": len(latency)}
     report["box_bytes"] = {"first_query": counts[0], "per_query_mean": round(sum(counts) / len(counts)),
+                           "max_query": max(counts), "next_nine_mean": round(sum(warm[1:]) / max(1, len(warm) - 1)),
                            "bundle_total": sum(p.stat().st_size for p in bundle), "bundle_files": len(bundle),
                            "js_gzip": sum(len(gzip.compress(p.read_bytes(), 9)) for p in static)}
     if not options.no_pagefind:
@@ -198,6 +255,7 @@ def main() -> None:
         for system, figures in row.items():
             print(f"{name:8} {system:9} hit@1 {figures['hit@1']:.3f}  hit@5 {figures['hit@5']:.3f}")
     print("box bytes:", json.dumps(report["box_bytes"]))
+    print("box search ms after the first:", json.dumps(report["box_ms_after_first"]))
     if "pagefind_bytes" in report:
         print("pagefind bytes:", json.dumps({k: v for k, v in report["pagefind_bytes"].items()
                                              if k in ("first_query", "per_query_mean", "bundle_total", "bundle_files")}))

@@ -31,12 +31,24 @@ from ..text.romaji import read as read_romaji
 
 _WORD = re.compile("[a-z]+")
 
+
+def fnv1a(text: str) -> int:
+    """32-bit FNV-1a of the UTF-8 bytes: the shard a term or a piece is filed in (the browser computes the same)."""
+    h = 0x811C9DC5
+    for byte in text.encode("utf-8"):
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
 def fold(text: str) -> str:
     """NFKC (superscripts and subscripts as ^ and _ runs first, as text/ja.py's nfkc: -3² is -3^2), lower
     case, kanji numerals as numbers, hiragana as katakana."""
     text = nfkc(text).lower()
     text = numerals(text)
-    return "".join(chr(ord(c) + 0x60) if "\u3041" <= c <= "\u3096" else c for c in text)
+    return text.translate(_KATAKANA)
+
+
+_KATAKANA = {c: c + 0x60 for c in range(0x3041, 0x3097)}  # hiragana -> katakana
 
 
 def romaji_kana(text: str) -> str:
@@ -108,34 +120,81 @@ def query_keys(texts: list[str]) -> list[str]:
 def query_terms(query: str, thesaurus: dict[str, list[str]], english: dict[str, str],
                 lookup) -> tuple[list[str], list[str]]:
     """(body terms, reading terms) of a query, each distinct, in order of position. `lookup(key)`: the
-    vocabulary's terms filed under that key (term_key; any field)."""
+    vocabulary's terms filed under that key (term_key; any field), or a Vocabulary (the same spans, found
+    faster where the whole vocabulary is at hand: the build)."""
     body: list[str] = []
     reading: list[str] = []
     for text in query_texts(query, thesaurus, english):
-        chars = list(text)
-        spans = []
-        for i, c in enumerate(chars):
-            for key in [c, *([c + chars[i + 1]] if i + 1 < len(chars) else [])]:
-                for term in lookup(key):
-                    if text.startswith(term, i):
-                        spans.append((i, i + len(term), term))
-        kana = [s for s in spans if s[1] - s[0] >= MIN_READING and all(_is_kana(c) for c in s[2])]
+        spans = lookup.spans(text) if isinstance(lookup, Vocabulary) else _spans(text, lookup)
+        kana = [s for s in spans if s[1] - s[0] >= MIN_READING and _all_kana(s[2])]
         read = [(a, b, t) for a, b, t in kana if not any(o[0] <= a and b <= o[1] and o[1] - o[0] > b - a for o in kana)]
         reading += [t for _, _, t in read]
+        cuts = _ascii_cuts(text)
         for start, end, term in spans:
             # Kana read as a term are that term, not the words its pieces spell (さんかくひ: not サン, カク).
-            inside = any(a <= start and end <= b and (start, end) != (a, b) for a, b, _ in read)
-            if (len(term) > 1 or not _is_kana(term)) and not _cuts_ascii(text, start, end) and not inside:
+            if (end - start > 1 or not _is_kana(term)) and not (cuts and (start in cuts or end in cuts)) \
+                    and not (read and any(a <= start and end <= b and (start, end) != (a, b) for a, b, _ in read)):
                 body.append(term)
     return list(dict.fromkeys(body)), list(dict.fromkeys(reading))
 
 
-def _cuts_ascii(text: str, start: int, end: int) -> bool:
-    """Whether text[start:end] begins or ends inside a run of ASCII letters or of digits (cos2θ may be cut
-    into cos and 2, as the tokenizer cuts it; cos into c and os may not)."""
-    def same(a: str, b: str) -> bool:
-        return a.isascii() and b.isascii() and ((a.isalpha() and b.isalpha()) or (a.isdigit() and b.isdigit()))
-    return (start > 0 and same(text[start - 1], text[start])) or (end < len(text) and same(text[end - 1], text[end]))
+def _spans(text: str, lookup) -> list[tuple[int, int, str]]:
+    """(start, end, term) of every vocabulary term in `text`: by start, then by length (a key's terms are
+    sorted, and those of one start are prefixes of each other)."""
+    spans = []
+    last = len(text) - 1
+    for i, c in enumerate(text):
+        for key in (c, c + text[i + 1]) if i < last else (c,):
+            for term in lookup(key):
+                if text.startswith(term, i):
+                    spans.append((i, i + len(term), term))
+    return spans
+
+
+class Vocabulary:
+    """A vocabulary whose terms are all at hand: `spans` finds what `_spans` finds, in the same order, by the
+    lengths of the terms that begin with each pair of characters."""
+
+    def __init__(self, terms):
+        self.terms = set(terms)
+        lengths: dict[str, set[int]] = {}
+        for term in self.terms:
+            if len(term) > 1:
+                lengths.setdefault(term[:2], set()).add(len(term))
+        self.lengths = {key: sorted(sizes) for key, sizes in lengths.items()}
+
+    def spans(self, text: str) -> list[tuple[int, int, str]]:
+        spans, terms, n = [], self.terms, len(text)
+        for i, c in enumerate(text):
+            if c in terms:
+                spans.append((i, i + 1, c))
+            for size in self.lengths.get(text[i:i + 2], ()) if i + 1 < n else ():
+                if i + size > n:
+                    break
+                if text[i:i + size] in terms:
+                    spans.append((i, i + size, text[i:i + size]))
+        return spans
+
+
+_KANA_RUN = re.compile("[\u30a1-\u30fa\u30fc]+")
+
+
+def _all_kana(term: str) -> bool:
+    return _KANA_RUN.fullmatch(term) is not None
+
+
+def _same_run(a: str, b: str) -> bool:
+    return a.isascii() and b.isascii() and ((a.isalpha() and b.isalpha()) or (a.isdigit() and b.isdigit()))
+
+
+_ALNUM = re.compile("[a-zA-Z0-9]{2,}")
+
+
+def _ascii_cuts(text: str) -> set[int]:
+    """The positions inside a run of ASCII letters or of digits: a term that begins or ends there cuts the run
+    (cos2θ may be cut into cos and 2, as the tokenizer cuts it; cos into c and os may not)."""
+    return {i for run in _ALNUM.finditer(text) for i in range(run.start() + 1, run.end())
+            if _same_run(text[i - 1], text[i])}
 
 
 def thesaurus_wordings(folded: str, thesaurus: dict[str, list[str]]) -> list[str]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import math
 import re
 from collections import Counter
@@ -47,8 +48,9 @@ from ..ranking.settings import B, BOX_FIELD_WEIGHTS, K1, SearchSettings
 from ..text.romaji import table as romaji_table
 from ..text.slugs import english_terms
 from ..text.tex import readable
-from .analysis import MIN_READING, analyze_document, fold, term_key
+from .analysis import MIN_READING, analyze_document, fnv1a, fold, term_key  # noqa: F401  (fnv1a: bundle.fnv1a)
 
+log = logging.getLogger("knowledge_build.build")
 FORMAT = "knowledge-search/2"  # 2: files listed by 8-byte sha256 digests, packed
 PREFIX = "knowledge-search"
 ENTRY = f"{PREFIX}.json"
@@ -70,14 +72,6 @@ def record_rows(n: int) -> int:
     return max(RECORD_ROWS, -(-n // MAX_RECORD_FILES))
 TYPE_LABELS = {"rule": "ルール", "method": "解き方", "definition": "定義", "tip": "コツ", "example": "例題",
                "section": "解説", "table": "表"}
-
-
-def fnv1a(text: str) -> int:
-    """32-bit FNV-1a of the UTF-8 bytes (the browser computes the same)."""
-    h = 0x811C9DC5
-    for byte in text.encode("utf-8"):
-        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return h
 
 
 def varints(values: np.ndarray) -> bytes:
@@ -177,7 +171,8 @@ def type_entries(types: list[str]) -> list[dict]:
             for t in types]
 
 
-EXTENSIONS = {"t": "bin", "r": "json", "p": "bin"}
+EXTENSIONS = {"t": "bin", "r": "json", "p": "bin", "v": "bin", "c": "bin", "k": "bin"}
+DENSE_KINDS = {"v": "pieces", "c": "codes", "k": "offset"}  # the dense channel's files (dense.py), by kind
 
 
 DIGEST_BYTES = 8  # of a file's sha256, in the entry point: 2^64 work to forge a file that passes
@@ -228,10 +223,11 @@ def _json(value) -> bytes:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings, versions=()) -> dict[str, bytes]:
+def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings, versions=(), dense=None) -> dict[str, bytes]:
     """Every file of the bundle, by name. `thesaurus`: wording -> textbook terms (text/thesaurus.py's
     load_thesaurus); `postings`: BundleTerms.finish() after it was fed every chunk, in order; `versions`: the
-    site's, newest first (site/facets.py), which the box answers from by ranking/facets.py's rule."""
+    site's, newest first (site/facets.py), which the box answers from by ranking/facets.py's rule; `dense`:
+    (vectors, embedder, vector cache, progress) for the dense channel (dense.py), or None for a lexical box."""
     n = len(chunks)
     fields = {}
     scales = []
@@ -240,6 +236,9 @@ def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings, versio
         scales.append(scale)
     files: dict[str, bytes] = {}
     shard_names = _term_shards(fields, files)
+    thesaurus = {fold(w): list(ts) for w, ts in sorted(thesaurus.items())}
+    english = {slug.replace("-", " "): terms for slug, terms in sorted(english_terms().items())}
+    dense_entry = _dense_files(chunks, fields, dense, files) if dense is not None else None
     record_names = []
     size = record_rows(n)
     for start in range(0, n, size):
@@ -273,12 +272,50 @@ def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings, versio
         "types": type_entries(types),
         "romaji": romaji_table(),  # THE romaji syllable table (data/romaji.json), which the box reads romaji with
         "levels": [{"value": v, "label": v} for v in levels],
-        "thesaurus": {fold(w): list(ts) for w, ts in sorted(thesaurus.items())},
-        "english": {slug.replace("-", " "): terms for slug, terms in sorted(english_terms().items())},
+        "thesaurus": thesaurus,
+        "english": english,
         **{f"{name}s": values for name, values in facets.items()},
+        **({"dense": dense_entry} if dense_entry else {}),
     }
     files[ENTRY] = _json(entry)
     return files
+
+
+def _dense_files(chunks, fields: dict, dense, files: dict[str, bytes]) -> dict | None:
+    """Write the dense channel's files (dense.py) into `files`; the entry point's "dense", or None when the
+    site has nothing to map."""
+    from .analysis import Vocabulary, query_terms
+    from .dense import MAX_ROWS as DENSE_MAX_ROWS, dense_tables
+
+    vectors, embedder, cache, progress = dense
+    if len(chunks) > DENSE_MAX_ROWS:
+        log.warning("the search box's dense channel is left out: the site has %d chunks, more than %d (every chunk's "
+                    "code would make a first query over 1 MB); the box ranks by words. The tutor's search is hybrid "
+                    "as always.", len(chunks), DENSE_MAX_ROWS)
+        return None
+    rows_of: dict[str, set] = {}
+    for per_term in fields.values():
+        for term, (rows, _) in per_term.items():
+            rows_of.setdefault(term, set()).update(rows)
+    vocabulary = {term: len(rows) for term, rows in rows_of.items()}
+    found = Vocabulary(vocabulary)
+
+    def pieces_of(text: str) -> list[str]:
+        # the text's own pieces: a training text is not a student's wording to expand
+        body, reading = query_terms(text, {}, {}, found)
+        return list(dict.fromkeys(body + reading))
+
+    tables = dense_tables(chunks, vectors, vocabulary, pieces_of, embedder, cache, progress)
+    if tables is None:
+        return None
+    entry, pieces, codes, offset = tables.files()
+    for kind, parts in (("v", pieces), ("c", codes), ("k", [offset])):
+        names = []
+        for data in parts:
+            files[file_name(kind, digest(data))] = data
+            names.append(digest(data))
+        entry[DENSE_KINDS[kind]] = pack(names)
+    return entry
 
 
 def facet_entries(chunks, versions=()) -> dict[str, list[dict]]:

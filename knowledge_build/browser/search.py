@@ -5,13 +5,18 @@ results)."""
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BrokenBundle, QueryTooLong
-from .analysis import fold, query_terms, term_key
-from .bundle import ENTRY, FIELDS, file_name, fnv1a, safe_link
-from .verify import FACET_KEYS, check_entry, checked, read_places, read_records, read_shard
+from ..ranking.fusion import dbsf, rrf
+from .analysis import fnv1a, fold, query_terms, term_key
+from .bundle import ENTRY, FIELDS, file_name, safe_link
+from .verify import (FACET_KEYS, check_entry, checked, read_codes, read_offset, read_pieces, read_places,
+                     read_records, read_shard)
+
+log = logging.getLogger("knowledge_build.browser")
 
 
 def type_weights(query: str, entry: dict) -> list[float]:
@@ -34,6 +39,15 @@ def leads_by_place(ranked, place_of, k: int) -> list:
             seen.add(place_of(item))
             leads.append(item)
     return leads
+
+
+class MissingDense(Exception):
+    """A file of the dense channel is not in the set (deployed without it)."""
+
+
+def _top(scores: dict[int, float], n: int) -> dict[int, float]:
+    """The `n` best of a channel's scores, best first (ties by row)."""
+    return {r: scores[r] for r in sorted(scores, key=lambda r: (-scores[r], r))[:n]}
 
 
 @dataclass
@@ -67,6 +81,8 @@ class BrowserIndex:
             data, self.entry["rows"], self.dir, name, len(present), "versions" in present)
         self.facet_codes = dict(zip(present, codes))
         self._records: dict[int, list] = {}
+        self._dense: dict[tuple[str, int], object] = {}
+        self._warned = False
 
     def _read(self, kind: str, number: int) -> bytes:
         """The bundle's file of `kind` at `number`, checked against the digest the entry point lists."""
@@ -87,9 +103,73 @@ class BrowserIndex:
         """The vocabulary's terms filed under `key` (analysis.term_key)."""
         return [t for t in self._shard(fnv1a(key) % len(self.digests["t"])) if term_key(t) == key]
 
+    def _dense_file(self, kind: str, number: int, read):
+        """A dense file, read; MissingDense when it is not there (the box then answers without the channel)."""
+        key = (kind, number)
+        if key not in self._dense:
+            name = file_name(kind, self.digests[kind][number])
+            if not (self.dir / name).is_file():
+                raise MissingDense(name)
+            self._dense[key] = read(self._read(kind, number), name)
+        return self._dense[key]
+
+    def dense_scores(self, body: list[str], reading: list[str]) -> dict[int, float]:
+        try:
+            return self._dense_scores(body, reading)
+        except MissingDense as missing:
+            if not self._warned:
+                log.warning("%s: %s is missing: the search box answers without its dense channel", self.dir, missing)
+            self._warned = True
+            return {}
+
+    def _dense_scores(self, body: list[str], reading: list[str]) -> dict[int, float]:
+        """{row: its dense score} of every row: the query's vector is the idf-weighted mean of the mapped rows
+        of its pieces less the offset, scored against each row's 2-bit code a byte (four axes) at a time
+        (dense.py); {} on a bundle without the dense channel or for a query none of whose pieces it has."""
+        dense = self.entry.get("dense")
+        if not dense:
+            return {}
+        dims, shards, n = dense["dims"], len(self.digests["v"]), self.entry["rows"]
+        total, vector = 0.0, [0.0] * dims
+        for term in dict.fromkeys(body + reading):
+            found = self._dense_file("v", fnv1a(term) % shards, lambda data, name: read_pieces(
+                data, dims, self.dir, name)).get(term)
+            if found is not None:
+                total += found[0]
+                vector = [v + found[0] * x for v, x in zip(vector, found[1])]
+        if not total:
+            return {}
+        offset, spread = self._dense_file("k", 0, lambda data, name: read_offset(data, dims, self.dir, name))
+        query = [(v / total - o) * s for v, o, s in zip(vector, offset, spread)]
+        levels = dense["levels"]
+        tables = []  # per byte, its 256 values: the four axes' levels times the query, summed in axis order
+        for j in range(dims // 4):
+            table = []
+            for byte in range(256):
+                value = 0.0
+                for i in range(4):
+                    value += levels[(byte >> (2 * i)) & 3] * query[4 * j + i]
+                table.append(value)
+            tables.append(table)
+        size, scores = dense["rows"], {}
+        for number in range(len(self.digests["c"])):
+            count = min(size, n - number * size)
+            codes = self._dense_file("c", number, lambda data, name: read_codes(data, count, dims, self.dir, name))
+            width = dims // 4
+            for r in range(count):
+                value = 0.0
+                for j, byte in enumerate(codes[r * width:(r + 1) * width]):
+                    value += tables[j][byte]
+                scores[number * size + r] = value
+        return scores
+
+    def terms(self, query: str) -> tuple[list[str], list[str]]:
+        """(body terms, reading terms) of a query in the bundle's vocabulary (analysis.query_terms)."""
+        return query_terms(query, self.entry["thesaurus"], self.entry["english"], self.lookup)
+
     def scores(self, query: str) -> dict[int, float]:
         entry = self.entry
-        body, reading = query_terms(query, entry["thesaurus"], entry["english"], self.lookup)
+        body, reading = self.terms(query)
         scores: dict[int, float] = {}
         for slot, (weight, scale) in enumerate(zip(entry["weights"], entry["scales"])):
             unit = weight * scale
@@ -112,23 +192,32 @@ class BrowserIndex:
             raise QueryTooLong(len(query), MAX_QUERY_CHARS)
         types = [t["value"] for t in self.entry["types"]]
         levels = [v["value"] for v in self.entry["levels"]]
-        scores = self.scores(query)
-        if type is None:
-            weights = type_weights(query, self.entry)
-            scores = {r: s * weights[self.type_codes[r]] for r, s in scores.items()}
+        keep = []  # (codes per row, the code a row must have, or also 255: no version)
         if type is not None:
-            code = types.index(type) if type in types else -1
-            scores = {r: s for r, s in scores.items() if self.type_codes[r] == code}
+            keep.append((self.type_codes, types.index(type) if type in types else -1, False))
         if level is not None:
-            code = levels.index(level) if level in levels else -1
-            scores = {r: s for r, s in scores.items() if self.level_codes[r] == code}
+            keep.append((self.level_codes, levels.index(level) if level in levels else -1, False))
         values = {key: [v["value"] for v in self.entry.get(key, [])] for key in FACET_KEYS}
         wanted = default_facets({"version": version, "language": language}, query, values["versions"],
                                 values["languages"])
         for key, value in (("versions", wanted["version"]), ("languages", wanted["language"])):
-            if value is not None and key in self.facet_codes:  # a row of no version (255) passes
-                code = values[key].index(value) if value in values[key] else -1
-                scores = {r: s for r, s in scores.items() if self.facet_codes[key][r] in (code, 255)}
+            if value is not None and key in self.facet_codes:
+                keep.append((self.facet_codes[key], values[key].index(value) if value in values[key] else -1, True))
+
+        def passing(found: dict[int, float]) -> dict[int, float]:
+            return {r: s for r, s in found.items()
+                    if all(codes[r] == code or (none and codes[r] == 255) for codes, code, none in keep)}
+
+        scores = passing(self.scores(query))
+        dense = passing(self.dense_scores(*self.terms(query)))
+        if dense:  # the same fusion as the CLI's, over each channel's top candidates (ranking/fusion.py)
+            settings = self.entry["dense"]
+            channels = {"lexical": _top(scores, settings["candidates"]), "dense": _top(dense, settings["candidates"])}
+            scores = (rrf(channels, settings["weights"], settings["rrf_k"]) if settings["fusion"] == "rrf"
+                      else dbsf(channels, settings["weights"]))
+        if type is None:
+            weights = type_weights(query, self.entry)
+            scores = {r: s * weights[self.type_codes[r]] for r, s in scores.items()}
         every = bool(self.place_across) and wanted["version"] is None  # each place once, its newest version first
         place = self.place_across if every else self.place
         ranked = sorted(scores, key=lambda r: (-scores[r], r))

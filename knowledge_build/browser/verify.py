@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 from pathlib import Path
 
 from ..errors import BrokenBundle
-from .bundle import ENTRY, FIELDS, FORMAT, MAX_RECORD_FILES, MAX_SHARDS, digest, unpack
+from .bundle import DENSE_KINDS, ENTRY, FIELDS, FORMAT, MAX_RECORD_FILES, MAX_SHARDS, digest, unpack
+from ..ranking.settings import FUSIONS
+from .dense import MAX_DIMS, MAX_PIECE_SHARDS
 
 MAX_ROWS = 1 << 24  # rows of one bundle: far more than any site's chunks, few enough for a browser tab
 RECORD_FIELDS = 7  # id, url, title, type, level, learns, excerpt
@@ -86,7 +89,29 @@ def check_entry(entry, where: Path) -> dict[str, list[bytes]]:
             or len(digests["r"]) != -(-rows // records["rows"]) or len(digests["r"]) > MAX_RECORD_FILES:
         raise broken(f"it lists {len(digests['t'])} term shards, {len(digests['r'])} record files and "
                      f"{len(digests['p'])} places files for {rows} rows")
+    if "dense" in entry:  # the dense channel (dense.py): on unless the site's owner turned it off
+        digests.update(_dense_digests(entry["dense"], rows, broken))
     return digests
+
+
+def _dense_digests(dense, rows: int, broken) -> dict[str, list[bytes]]:
+    if not (isinstance(dense, dict) and _is_count(dense.get("dims"), MAX_DIMS) and dense["dims"] >= 4
+            and dense["dims"] % 4 == 0 and isinstance(dense.get("levels"), list) and len(dense["levels"]) == 4
+            and all(map(_is_number, dense["levels"])) and _is_count(dense.get("rows"), MAX_ROWS) and dense["rows"] >= 1
+            and _is_count(dense.get("candidates"), MAX_ROWS) and dense["candidates"] >= 1
+            and dense.get("fusion") in FUSIONS and _is_count(dense.get("rrf_k"), MAX_ROWS)
+            and isinstance(dense.get("weights"), dict) and sorted(dense["weights"]) == ["dense", "lexical"]
+            and all(map(_is_number, dense["weights"].values()))):
+        raise broken("dense is not a table of dims, levels, rows, fusion, candidates and weights")
+    try:
+        found = {kind: unpack(dense.get(key)) for kind, key in DENSE_KINDS.items()}
+    except ValueError as error:
+        raise broken(f"its dense digests are unreadable: {error}") from None
+    if not (1 <= len(found["v"]) <= MAX_PIECE_SHARDS and len(found["c"]) == -(-rows // dense["rows"])
+            and len(found["k"]) == 1):
+        raise broken(f"it lists {len(found['v'])} piece shards, {len(found['c'])} code files and {len(found['k'])} "
+                     f"offset files for {rows} rows")
+    return found
 
 
 def checked(data: bytes, expected: bytes, where: Path, name: str) -> bytes:
@@ -190,3 +215,41 @@ def read_records(data: bytes, count: int, where: Path, name: str) -> list[list]:
             and all(r[i] is None or isinstance(r[i], str) for i in (1, 4)) and _strings(r[5]) for r in records):
         raise BrokenBundle(where, name, f"it does not hold {count} records of {RECORD_FIELDS} fields")
     return records
+
+
+def _floats(reader: Reader, count: int, what: str) -> list[float]:
+    values = list(struct.unpack(f"<{count}f", reader.take(4 * count)))
+    if not all(map(math.isfinite, values)):
+        raise reader.broken(f"{what} holds a number that is not finite")
+    return values
+
+
+def read_pieces(data: bytes, dims: int, where: Path, name: str) -> dict[str, tuple[float, list[float]]]:
+    """term -> (idf weight, its mapped row) of one piece shard (dense.py)."""
+    reader, out = Reader(data, where, name), {}
+    while reader.left:
+        try:
+            term = reader.take(reader.varint()).decode("utf-8")
+        except UnicodeDecodeError:
+            raise reader.broken(f"a piece before byte {reader.at} is not UTF-8") from None
+        weight, scale = _floats(reader, 2, "a piece's weight or scale")
+        row = []
+        for byte in reader.take(dims // 2):  # two signed 4-bit numbers a byte, the low first
+            row += [scale * (n - 16 if n >= 8 else n) for n in (byte & 0xF, byte >> 4)]
+        out[term] = (weight, row)
+    return out
+
+
+def read_offset(data: bytes, dims: int, where: Path, name: str) -> tuple[list[float], list[float]]:
+    """(the offset, each axis's spread) of the offset file (dense.py)."""
+    reader = Reader(data, where, name)
+    if len(data) != 8 * dims:
+        raise reader.broken(f"it has {len(data)} bytes, not the {8 * dims} of an offset and spreads of {dims} axes")
+    return _floats(reader, dims, "the offset"), _floats(reader, dims, "a spread")
+
+
+def read_codes(data: bytes, count: int, dims: int, where: Path, name: str) -> bytes:
+    """The codes of `count` rows of one code file (dense.py): dims / 4 bytes each."""
+    if len(data) != count * dims // 4:
+        raise BrokenBundle(where, name, f"it has {len(data)} bytes, not the {count * dims // 4} of {count} codes")
+    return data

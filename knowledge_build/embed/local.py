@@ -72,6 +72,13 @@ class LocalEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         return np.asarray(self._model.query(text), dtype=np.float32).reshape(self.dim)
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Many texts embedded as queries in one model call (the search box's dense tables, browser/dense.py)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        texts = [_truncate(text) for text in texts]
+        return np.ascontiguousarray(self._model.query(texts), dtype=np.float32).reshape(len(texts), self.dim)
+
 
 def _truncate(text: str) -> str:
     if len(text) <= MAX_INPUT_CHARS:

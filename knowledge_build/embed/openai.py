@@ -101,14 +101,15 @@ class OpenAIEmbedder:
     def name(self) -> str:
         return f"{self.provider}:{self.model}"
 
-    def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray]]:
+    def embed_batches(self, texts: Sequence[str], kind: str = "passage") -> Iterator[tuple[list[int], np.ndarray]]:
         """(positions in `texts`, their vectors) per request, in the order requests finish. When one
         request fails, requests not yet sent are dropped, those in flight are still yielded, then the
-        error is raised: what was answered is never lost."""
+        error is raised: what was answered is never lost. `kind`: passage, or query (the texts embedded as
+        questions are: the search box's dense tables, browser/dense.py)."""
         truncated = [self._truncate(t) for t in texts]
         pool = ThreadPoolExecutor(self.max_concurrency, thread_name_prefix="kb-embed")
         try:
-            futures = {pool.submit(self._request, [truncated[i] for i in batch], "passage"): batch
+            futures = {pool.submit(self._request, [truncated[i] for i in batch], kind): batch
                        for batch in self._batches(truncated)}
             failure = None
             for future in as_completed(futures):
@@ -133,6 +134,10 @@ class OpenAIEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._request([self._truncate(text)], "query")[0]
+
+    def embed_query_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray]]:
+        """embed_batches of texts embedded as queries: as many inputs a request, as many requests at a time."""
+        return self.embed_batches(texts, "query")
 
     def _settings(self, kind: str) -> tuple[object, float, int]:
         """(client, timeout, retries) for a request of this kind: queries wait less (see DEFAULT_QUERY_TIMEOUT)."""

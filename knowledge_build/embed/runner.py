@@ -40,7 +40,8 @@ def embed_with_cache(embedder, texts_by_hash: dict[str, str], cache: VectorCache
 
 
 def embed_rows(embedder, hashes: Sequence[str], text_of: Callable[[int], str], out, cache: VectorCache | None,
-               batch_size: int | None = None, progress: bool = False) -> EmbedStats:
+               batch_size: int | None = None, progress: bool = False, stage: str = "embedding",
+               unit: str = "chunk") -> EmbedStats:
     """Fill out[row] with the vector of each row (content hash hashes[row], text text_of(row)); `out`
     is any (rows, dim) array: numpy, or a memory map of the file being written. Vectors the cache has
     are read WINDOW rows at a time, the others are embedded (each text made when its window is sent)
@@ -58,7 +59,7 @@ def embed_rows(embedder, hashes: Sequence[str], text_of: Callable[[int], str], o
     # Length-sorted: similar lengths pad least and share a request's token budget (docs/benchmarks.md).
     todo = sorted((len(text_of(row)), h, row) for h, row in first.items() if h not in known)
     _estimate_cost(embedder, [row for _, _, row in todo], text_of)
-    bar = Progress("embedding", len(todo), "chunk", progress)
+    bar = Progress(stage, len(todo), unit, progress)
     try:
         for start in range(0, len(todo), WINDOW):
             window = todo[start:start + WINDOW]

@@ -28,7 +28,7 @@ log = logging.getLogger("knowledge_build.build")
 MEMO_DIR = "builds"
 _SHAPING = ("baseurl", "sections", "box_classes", "boxes", "exclude", "missing_id", "prefix_mismatch", "artifact_schema",
             "dense_index", "exact_max_rows", "embedder", "embedding_model", "embedding_dimensions", "base_url",
-            "search_box", "thesaurus")
+            "search_box", "search_box_dense", "thesaurus")
 
 
 def inputs_digest(config, site, pages: list[Path], embedder_info: dict | None, learns_file: Path) -> str:

@@ -137,7 +137,8 @@ function fnv1a(text) {
 // Each file is checked against the digest the entry point lists (the first 8 bytes of its sha256), and each
 // count against the bytes that hold it, before use: browser/verify.py's checks, rule for rule.
 export const FORMAT = "knowledge-search/2";
-const ENTRY = "knowledge-search.json", FIELDS = ["body", "reading", "title"], NAMES = { t: "bin", r: "json", p: "bin" };
+const ENTRY = "knowledge-search.json", FIELDS = ["body", "reading", "title"], NAMES = { t: "bin", r: "json", p: "bin", v: "bin", c: "bin", k: "bin" };
+const DENSE_KINDS = { v: "pieces", c: "codes", k: "offset" };  // the dense channel's files (browser/dense.py)
 const MAX_ROWS = 2 ** 24, MAX_FILES = 1024;
 export const MAX_QUERY = 2000;  // characters, as the CLI and MCP
 const broken = (name, detail) => new Error(`knowledge-search: ${name} is broken (${detail}); the site's search `
@@ -286,6 +287,20 @@ function checkEntry(entry) {
   if (d.t.length < 1 || d.t.length > MAX_FILES || d.p.length !== 1 || d.r.length !== Math.ceil(rows / records.rows) || d.r.length > MAX_FILES) {
     fail(`it lists ${d.t.length} term shards, ${d.r.length} record files and ${d.p.length} places files for ${rows} rows`);
   }
+  if (entry.dense !== undefined) {  // the dense channel: on unless the site's owner turned it off
+    const x = entry.dense;
+    if (!isTable(x) || !isCount(x.dims, 1024) || x.dims < 4 || x.dims % 4 || !Array.isArray(x.levels) || x.levels.length !== 4
+        || !x.levels.every(isNumber) || !isCount(x.rows, MAX_ROWS) || x.rows < 1 || !isCount(x.candidates, MAX_ROWS) || x.candidates < 1
+        || !["dbsf", "rrf"].includes(x.fusion) || !isCount(x.rrf_k, MAX_ROWS) || !isTable(x.weights) || JSON.stringify(Object.keys(x.weights).sort()) !== '["dense","lexical"]' || !Object.values(x.weights).every(isNumber)) {
+      fail("dense is not a table of dims, levels, rows, fusion, candidates and weights");
+    }
+    try {
+      for (const [kind, key] of Object.entries(DENSE_KINDS)) d[kind] = unpack(x[key]);
+    } catch (error) { fail(`its dense digests are unreadable: ${error.message}`); }
+    if (d.v.length < 1 || d.v.length > MAX_FILES || d.c.length !== Math.ceil(rows / x.rows) || d.k.length !== 1) {
+      fail(`it lists ${d.v.length} piece shards, ${d.c.length} code files and ${d.k.length} offset files for ${rows} rows`);
+    }
+  }
   return d;
 }
 
@@ -318,6 +333,69 @@ export function leadsByPlace(ranked, placeOf, k) {
   return leads;
 }
 
+// Distribution-based score fusion (ranking/fusion.py's dbsf): each channel's scores (a Map of row -> score)
+// mapped through mean ± 3 sd, weighted, summed; channels in the order given.
+export function dbsf(channels, weights) {
+  const fused = new Map();
+  for (const [channel, scores] of Object.entries(channels)) {
+    if (!scores.size) continue;
+    const values = [...scores.values()];
+    let sum = 0;
+    for (const v of values) sum += v;
+    const mean = sum / values.length;
+    let squares = 0;
+    for (const v of values) squares += (v - mean) ** 2;
+    const spread = 6 * (squares / values.length) ** 0.5, low = mean - spread / 2, weight = weights[channel] ?? 1;
+    for (const [row, value] of scores) fused.set(row, (fused.get(row) || 0) + weight * (spread ? (value - low) / spread : 1));
+  }
+  return fused;
+}
+
+// Weighted reciprocal rank fusion (ranking/fusion.py's rrf): per channel, weight / (k + rank), ranks by score, ties by row.
+export function rrf(channels, weights, k) {
+  const fused = new Map();
+  for (const [channel, scores] of Object.entries(channels)) {
+    const weight = weights[channel] ?? 1;
+    [...scores].sort((a, b) => b[1] - a[1] || a[0] - b[0])
+      .forEach(([row], i) => fused.set(row, (fused.get(row) || 0) + weight / (k + i + 1)));
+  }
+  return fused;
+}
+
+// The fusion the bundle names (ranking/settings.py SearchSettings.fusion, as the CLI's).
+export const fuse = (method, channels, weights, k) => (method === "rrf" ? rrf(channels, weights, k) : dbsf(channels, weights));
+
+// The n best of a channel's scores (a Map), best first, ties by row.
+const topOf = (scores, n) => new Map([...scores].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, n));
+
+// The dense channel's files (knowledge_build/browser/dense.py), checked as browser/verify.py checks them.
+function readPieces(data, dims, name) {
+  const out = new Map(), read = reader(data, name), view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  while (read.left()) {
+    const term = utf8(read.take(read.varint()), name, `a piece before byte ${read.at} is not UTF-8`);
+    const at = read.at, packed = read.take(8 + dims / 2).subarray(8);
+    const weight = view.getFloat32(at, true), scale = view.getFloat32(at + 4, true);
+    if (!Number.isFinite(weight) || !Number.isFinite(scale)) throw broken(name, "a piece's weight or scale holds a number that is not finite");
+    const row = [];
+    for (const byte of packed) for (const n of [byte & 15, byte >> 4]) row.push(scale * (n >= 8 ? n - 16 : n));  // signed 4 bits, low first
+    out.set(term, [weight, row]);
+  }
+  return out;
+}
+
+function readOffset(data, dims, name) {
+  if (data.length !== 8 * dims) throw broken(name, `it has ${data.length} bytes, not the ${8 * dims} of an offset and spreads of ${dims} axes`);
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const floats = Array.from({ length: 2 * dims }, (_, i) => view.getFloat32(4 * i, true));
+  if (!floats.every(Number.isFinite)) throw broken(name, "the offset or a spread holds a number that is not finite");
+  return [floats.slice(0, dims), floats.slice(dims)];
+}
+
+function readCodes(data, count, dims, name) {
+  if (data.length !== count * dims / 4) throw broken(name, `it has ${data.length} bytes, not the ${count * dims / 4} of ${count} codes`);
+  return data;
+}
+
 export async function open(base) {
   // SubtleCrypto exists only in a secure context: rather than search files it cannot check, the box says so.
   if (!globalThis.crypto?.subtle) {
@@ -330,7 +408,7 @@ export async function open(base) {
     if (!fetched.has(name)) {
       const url = new URL(name, base);
       fetched.set(name, fetch(url).then(async (response) => {
-        if (!response.ok) throw new Error(`knowledge-search: could not fetch ${url} (HTTP ${response.status})`);
+        if (!response.ok) throw Object.assign(new Error(`knowledge-search: could not fetch ${url} (HTTP ${response.status})`), { missing: true });
         return use(new Uint8Array(await response.arrayBuffer()));
       }).catch((error) => { fetched.delete(name); throw error; }));
     }
@@ -366,6 +444,47 @@ export async function open(base) {
     return { found, body, reading };
   }
 
+  // {row: dense score} of every row (browser/search.py's dense_scores, step for step); an empty Map without the
+  // dense channel, for a query none of whose pieces it has, or when its files are missing (with a warning).
+  let warned = false;
+  async function denseScores(body, reading) {
+    const x = entry.dense;
+    if (!x) return new Map();
+    const dims = x.dims, width = dims / 4;
+    try {
+      const terms = [...new Set(body.concat(reading))];
+      const shards = await Promise.all(terms.map((t) => load("v", fnv1a(t) % digests.v.length, (data, name) => readPieces(data, dims, name))));
+      let total = 0, vector = new Array(dims).fill(0);
+      terms.forEach((term, i) => {
+        const found = shards[i].get(term);
+        if (found) { total += found[0]; vector = vector.map((v, a) => v + found[0] * found[1][a]); }
+      });
+      if (!total) return new Map();
+      const [[offset, spread], codes] = await Promise.all([load("k", 0, (data, name) => readOffset(data, dims, name)),
+        Promise.all(digests.c.map((_, n) => load("c", n, (data, name) => readCodes(data, Math.min(x.rows, entry.rows - n * x.rows), dims, name))))]);
+      const query = vector.map((v, a) => (v / total - offset[a]) * spread[a]);
+      const tables = Array.from({ length: width }, (_, j) => Float64Array.from({ length: 256 }, (_, byte) => {
+        let value = 0;
+        for (let i = 0; i < 4; i++) value += x.levels[(byte >> (2 * i)) & 3] * query[4 * j + i];
+        return value;
+      }));
+      const out = new Map();
+      codes.forEach((data, n) => {
+        for (let r = 0; r * width < data.length; r++) {
+          let value = 0;
+          for (let j = 0; j < width; j++) value += tables[j][data[r * width + j]];
+          out.set(n * x.rows + r, value);
+        }
+      });
+      return out;
+    } catch (error) {
+      if (!error.missing) throw error;
+      if (!warned) console.warn(`${error.message}: the search box answers without its dense channel`);
+      warned = true;
+      return new Map();
+    }
+  }
+
   async function search(query, { k = 8, type = null, level = null, version = null, language = null } = {}) {
     if (!query || !query.trim()) return [];
     const n = [...query].length;
@@ -379,13 +498,16 @@ export async function open(base) {
       .filter(([key, value]) => value !== null && info.facets[key])
       .map(([key, value]) => [info.facets[key], values(key).indexOf(value)]);
     const weight = typeWeights(entry.types, query);
-    const ranked = [];
-    for (const [row, score] of found) {
-      if (typeCode !== null && info.types[row] !== typeCode) continue;
-      if (levelCode !== null && info.levels[row] !== levelCode) continue;
-      if (facetCodes.some(([codes, code]) => codes[row] !== code && codes[row] !== 255)) continue;  // 255: no version
-      ranked.push([row, type === null ? score * weight(info.types[row]) : score]);
+    const passing = (scores) => new Map([...scores].filter(([row]) => (typeCode === null || info.types[row] === typeCode)
+      && (levelCode === null || info.levels[row] === levelCode)
+      && !facetCodes.some(([codes, code]) => codes[row] !== code && codes[row] !== 255)));  // 255: no version
+    let fused = passing(found);
+    const near = passing(await denseScores(body, reading));
+    if (near.size) {  // the same fusion as the CLI's, over each channel's top candidates (ranking/fusion.py)
+      const x = entry.dense;
+      fused = fuse(x.fusion, { lexical: topOf(fused, x.candidates), dense: topOf(near, x.candidates) }, x.weights, x.rrf_k);
     }
+    const ranked = [...fused].map(([row, score]) => [row, type === null ? score * weight(info.types[row]) : score]);
     ranked.sort((a, b) => b[1] - a[1] || a[0] - b[0]);
     const every = info.across && wanted.version === null;  // every version: each place once, its newest version first
     const place = every ? info.across : info.place;

@@ -38,7 +38,7 @@ HERE = Path(__file__).parent
 ENGINES = ("artifacts", "box", "database")
 RULE_ENGINES = {
     "romaji": ENGINES, "fold": ENGINES, "numerals": ("box", "database"), "lemmas": ("artifacts",),
-    "query_texts": ("box",), "type_weight": ENGINES, "fusion": ("artifacts", "database"),
+    "query_texts": ("box",), "type_weight": ENGINES, "fusion": ENGINES,
     "relevance": ("artifacts", "database"), "places": ENGINES, "facet_defaults": ENGINES,
 }
 

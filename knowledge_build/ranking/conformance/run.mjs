@@ -17,6 +17,9 @@ const run = {
   query_texts: (c) => box.queryTexts(c.query, c.thesaurus, c.english, shipped.romaji),
   type_weight: (c) => box.typeWeights(shipped.types, c.query)(shipped.types.findIndex((t) => t.value === c.type)),
   places: (c) => box.leadsByPlace(c.ranked, (item) => item[1], c.k).map((item) => item[0]),
+  fusion: (c) => Object.fromEntries([...box.fuse(c.method, Object.fromEntries(Object.entries(c.channels)
+    .map(([name, scores]) => [name, new Map(Object.entries(scores).map(([row, v]) => [Number(row), v]))])), c.weights, c.k)]
+    .sort((a, b) => a[0] - b[0])),
   facet_defaults: (c) => box.facetDefaults(c.query, c.versions, c.languages, { version: c.version, language: c.language }),
 };
 const engines = JSON.parse(process.env.RULE_ENGINES);

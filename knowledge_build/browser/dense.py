@@ -1,0 +1,231 @@
+"""The search box's dense channel: meaning without a model in the browser (docs/retrieval.md, "Meaning in the
+box without a model").
+
+At build time, with the set's own embedder (through the vector cache, so a rebuild embeds only new texts):
+- each piece of the box's vocabulary (the terms a query is cut into, analysis.py) is embedded alone as a query;
+  the pieces' vectors, centred, are the static table;
+- a text's static vector is the idf-weighted mean of its pieces' rows;
+- a linear map (ridge, centred) from a text's static vector to the embedder's own query vector of that text, in the
+  chunks' first DIMS principal axes, is fitted on the site's own short texts (titles, page title and title, what a
+  box teaches, the start of each excerpt, the first sentences of its content: no question, no label);
+- the map is applied to every piece's row once, so the browser's query vector is the weighted mean of its pieces'
+  mapped rows minus one offset: exact, as the map is linear, and DIMS numbers a piece instead of the embedder's.
+The chunks' vectors are projected on the same axes and stored as 2-bit codes, each axis's four levels
+(LEVELS × that axis's spread over the chunks: the optimal quantiser of a normal distribution), so a first query
+reads every chunk's code (32 bytes a chunk at 128 axes) and ranks them all exactly as the browser does.
+
+Files (bundle.py lists them in the entry point like the others):
+  knowledge-search-v<hash>.bin   piece shards: per piece, sorted: varint len, term (UTF-8), float32 weight (idf),
+                                 float32 scale, DIMS / 2 bytes: axis 2j in the low 4 bits of byte j, axis 2j + 1 in
+                                 the high, each a signed 4-bit number -7..7 (its mapped row = scale × those);
+                                 filed by the FNV-1a of the whole term
+  knowledge-search-k<hash>.bin   float32 × DIMS offset, then float32 × DIMS each axis's spread
+  knowledge-search-c<hash>.bin   CODE_ROWS consecutive rows' codes (the last file fewer): per row DIMS / 4 bytes,
+                                 axis 4j + i in bits 2i..2i+1 of byte j, the level's number (0..3, LEVELS)
+All little-endian. A query's dense score of a row is Σ_axis LEVELS[code] × spread × (Σ weight × row / Σ weight −
+offset)[axis], summed a byte (four axes) at a time in order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from .analysis import fnv1a
+
+DIMS = 128  # principal axes of the chunks' vectors a code and a mapped piece keep (docs/retrieval.md)
+RIDGE = 0.01  # the map's ridge (0.1 to 30 measured worse)
+# The map's training texts at most (the reference corpus has 11,105), chosen by their hashes so that a page more or
+# less changes few of them; 2,048 to 8,192 of the corpus's measured worse on its kana and romaji questions.
+MAX_TRAINING_TEXTS = 16_384
+SENTENCES = 3  # first sentences of each chunk's content among the map's training texts
+LEVELS = (-1.510, -0.4528, 0.4528, 1.510)  # Lloyd-Max levels of a unit normal at 2 bits (thresholds 0, ±0.9816)
+THRESHOLD = 0.9816
+# A first query reads every chunk's code (32 bytes): above this many chunks (512 KB of codes) the build leaves the
+# dense channel out and says so, and the box ranks by words (a site that large needs codes in parts, not built yet).
+MAX_ROWS = 16_384
+CODE_ROWS = 512  # rows per code file (16 KB at 128 axes)
+PIECE_SHARD_BYTES = 1024  # a piece shard's mean size (a query fetches one per piece it holds), at most MAX_PIECE_SHARDS
+MAX_PIECE_SHARDS = 1024
+MAX_CODE_FILES = 1 << 16
+MAX_DIMS = 1024
+QUERY_HASH = "box-query\x1f"  # the vector cache's key of a text embedded as a query (chunks are keyed by content)
+
+
+@dataclass
+class DenseTables:
+    """What the box's dense channel ships: mapped pieces, every chunk's code, the offset and the axes' spreads."""
+
+    dims: int
+    pieces: dict[str, tuple[float, float, bytes]]  # term -> (weight, scale, its 4-bit row packed)
+    offset: np.ndarray  # (dims,) float32
+    spread: np.ndarray  # (dims,) float32
+    codes: np.ndarray  # (rows, dims) uint8 level numbers, 0..3
+
+    def files(self) -> tuple[dict, list[bytes], list[bytes], bytes]:
+        """(entry's "dense" without digests, piece shard bytes, code file bytes, the offset file's bytes)."""
+        from ..ranking.settings import SearchSettings
+
+        encoded = {}
+        for term in sorted(self.pieces):
+            weight, scale, row = self.pieces[term]
+            raw = term.encode("utf-8")
+            encoded[term] = _varint(len(raw)) + raw + struct.pack("<ff", weight, scale) + row
+        total = sum(map(len, encoded.values()))
+        count = 1
+        while count < MAX_PIECE_SHARDS and total / count > PIECE_SHARD_BYTES:
+            count *= 2
+        shards: list[list[bytes]] = [[] for _ in range(count)]
+        for term in sorted(encoded):
+            shards[fnv1a(term) % count].append(encoded[term])
+        packed = np.zeros((len(self.codes), self.dims // 4), np.uint8)
+        for i in range(4):
+            packed |= (self.codes[:, i::4] << (2 * i)).astype(np.uint8)
+        codes = [packed[start:start + CODE_ROWS].tobytes() for start in range(0, len(packed), CODE_ROWS)]
+        settings = SearchSettings()  # the CLI's fusion: its depth and channel weights
+        entry = {"dims": self.dims, "levels": list(LEVELS), "candidates": settings.candidates,
+                 "fusion": settings.fusion, "rrf_k": settings.rrf_k,
+                 "weights": {k: settings.channel_weights[k] for k in ("lexical", "dense")}, "rows": CODE_ROWS}
+        offset = self.offset.astype("<f4").tobytes() + self.spread.astype("<f4").tobytes()
+        return entry, [b"".join(s) for s in shards], codes, offset
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _int8(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(per-row float32 scale, int8 rows): row ≈ scale × int8."""
+    matrix = np.asarray(matrix, np.float32)
+    scales = (np.abs(matrix).max(axis=1) / 127).astype(np.float32) if len(matrix) else np.zeros(0, np.float32)
+    safe = np.where(scales > 0, scales, 1).astype(np.float32)
+    return scales, np.clip(np.rint(matrix / safe[:, None]), -127, 127).astype(np.int8)
+
+
+def _dequantised(matrix: np.ndarray) -> np.ndarray:
+    scales, q = _int8(matrix)
+    return q.astype(np.float32) * scales[:, None]
+
+
+def readable(term: str) -> str:
+    """A folded term as the embedder reads text: okurigana back in hiragana when the term has kanji (解キ -> 解き)."""
+    if any("\u4e00" <= c <= "\u9fff" for c in term):
+        return "".join(chr(ord(c) - 0x60) if "\u30a1" <= c <= "\u30f6" else c for c in term)
+    return term
+
+
+_TEX = re.compile(r"\\\[.*?\\\]|\\\(.*?\\\)", re.S)
+
+
+def training_texts(chunk) -> list[str]:
+    """The texts of a chunk the map is fitted on: its titles, what it teaches, the start of its excerpt and the
+    first SENTENCES sentences of its content (10 to 80 characters each, TeX left out)."""
+    texts = [chunk.title, f"{chunk.material_title} {chunk.title}", *chunk.learns[:3], chunk.excerpt[:60]]
+    plain = _TEX.sub(" ", chunk.content)
+    texts += [t for t in re.split(r"[。！？\n]", plain) if 10 <= len(t.strip()) <= 80][:SENTENCES]
+    return [t.strip() for t in texts if t and t.strip()]
+
+
+def query_vectors(embedder, texts: list[str], cache, progress: bool = False, stage: str = "embedding") -> np.ndarray:
+    """The embedder's query vectors of `texts`, through the vector cache (embed/runner.py)."""
+    from ..embed.runner import embed_rows
+
+    out = np.zeros((len(texts), embedder.dim), np.float32)
+    hashes = [hashlib.sha256((QUERY_HASH + t).encode("utf-8")).hexdigest() for t in texts]
+    embed_rows(_AsQueries(embedder), hashes, lambda row: texts[row], out, cache, None, progress, stage, "text")
+    return out
+
+
+class _AsQueries:
+    """An embedder whose batches are embedded as queries (the cache keys them apart by QUERY_HASH)."""
+
+    def __init__(self, embedder):
+        self.inner = embedder
+        for name in ("provider", "model", "dim", "query_prefix", "passage_prefix"):
+            setattr(self, name, getattr(embedder, name))
+
+    def embed_batches(self, texts):
+        if hasattr(self.inner, "embed_query_batches"):  # a remote embedder: its own requests, several at a time
+            yield from self.inner.embed_query_batches(texts)
+            return
+        many = getattr(self.inner, "embed_queries", None)
+        for start in range(0, len(texts), 64):
+            part = texts[start:start + 64]
+            vectors = many(part) if many else np.stack([self.inner.embed_query(t) for t in part])
+            yield list(range(start, start + len(part))), np.asarray(vectors, np.float32).reshape(len(part), -1)
+
+
+def _axes(vectors: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, the first `dims` principal axes as rows), each axis signed so its largest component is positive."""
+    mean = vectors.mean(axis=0)
+    centred = vectors - mean
+    values, vecs = np.linalg.eigh((centred.T @ centred).astype(np.float64))
+    order = np.argsort(-values, kind="stable")[:dims]
+    axes = vecs[:, order].T
+    signs = np.sign(axes[np.arange(len(axes)), np.abs(axes).argmax(axis=1)])
+    return mean.astype(np.float32), (axes * signs[:, None]).astype(np.float32)
+
+
+def _weighted_means(table: np.ndarray, idf: np.ndarray, cut: list[list[int]], block: int = 2048) -> np.ndarray:
+    """Per text, the idf-weighted mean of its pieces' rows of `table` (a block of texts at a time)."""
+    out = np.zeros((len(cut), table.shape[1]), np.float32)
+    for start in range(0, len(cut), block):
+        part = cut[start:start + block]
+        pieces = np.fromiter((p for c in part for p in c), np.int64)
+        sizes = np.fromiter(map(len, part), np.int64)
+        weights = idf[pieces]
+        sums = np.add.reduceat(weights[:, None] * table[pieces], np.cumsum(sizes) - sizes, axis=0)
+        out[start:start + len(part)] = sums / np.add.reduceat(weights, np.cumsum(sizes) - sizes)[:, None]
+    return out
+
+
+def dense_tables(chunks, vectors: np.ndarray, vocabulary: dict[str, int], pieces_of, embedder, cache,
+                 progress: bool = False) -> DenseTables | None:
+    """The dense channel's tables for `chunks` (row i: vectors[i]); `vocabulary`: the box's terms and the number of
+    rows each occurs in; `pieces_of(text)`: the vocabulary terms a query of that text is cut into (the box's
+    analysis). None when the site has no chunk or no piece."""
+    n = len(chunks)
+    if not n or not vocabulary:
+        return None
+    terms = sorted(vocabulary)
+    at = {t: i for i, t in enumerate(terms)}
+    idf = np.array([math.log(1 + n / (1 + vocabulary[t])) for t in terms], np.float32)
+    table = query_vectors(embedder, [readable(t) for t in terms], cache, progress, "search box pieces")
+    table = _dequantised(table - table.mean(axis=0))
+    texts = sorted({t for c in chunks for t in training_texts(c)},
+                   key=lambda t: hashlib.sha256(t.encode("utf-8")).digest())[:MAX_TRAINING_TEXTS]
+    cut = [[at[p] for p in pieces_of(t) if p in at] for t in texts]
+    texts, cut = [t for t, c in zip(texts, cut) if c], [c for c in cut if c]
+    targets = query_vectors(embedder, texts, cache, progress, "search box texts")
+    sources = _weighted_means(table, idf, cut)
+    chunk_vectors = np.asarray(vectors, np.float32)
+    chunk_vectors = chunk_vectors / np.maximum(np.linalg.norm(chunk_vectors, axis=1, keepdims=True), 1e-12)
+    dims = min(DIMS, chunk_vectors.shape[1]) // 4 * 4  # four axes a byte
+    mean, axes = _axes(chunk_vectors, dims)
+    projected = (targets - mean) @ axes.T
+    source_mean = sources.mean(axis=0) if len(sources) else np.zeros(table.shape[1], np.float32)
+    centred = sources - source_mean
+    solve = np.linalg.solve((centred.T @ centred).astype(np.float64) + RIDGE * np.eye(table.shape[1]),
+                            (centred.T @ (projected - projected.mean(axis=0))).astype(np.float64))
+    mapping = solve.astype(np.float32)
+    mapped = table @ mapping
+    scales = (np.abs(mapped).max(axis=1) / 7).astype(np.float32)  # 4 bits an axis: -7..7 × the piece's scale
+    q = np.clip(np.rint(mapped / np.where(scales > 0, scales, 1)[:, None]), -7, 7).astype(np.int8)
+    nibbles = (q & 0xF).astype(np.uint8)
+    packed = nibbles[:, 0::2] | (nibbles[:, 1::2] << 4)
+    pieces = {t: (float(idf[i]), float(scales[i]), packed[i].tobytes()) for i, t in enumerate(terms)}
+    projected = (chunk_vectors - mean) @ axes.T
+    spread = np.maximum(projected.std(axis=0), 1e-12).astype(np.float32)
+    z = projected / spread
+    codes = np.where(z < 0, np.where(z < -THRESHOLD, 0, 1), np.where(z > THRESHOLD, 3, 2)).astype(np.uint8)
+    return DenseTables(dims, pieces, (source_mean @ mapping).astype(np.float32), spread, codes)
