@@ -1,6 +1,7 @@
 """Retrieval on the generated documentation site (tests/generated_sites/), per generator: hit@1, hit@5
 and MRR@10 of the labelled questions for hybrid, dense and lexical search, against plain BM25 over the
-same chunks (character bigrams of the NFKC, lower-cased title and text; bm25s).
+same chunks (character bigrams of the NFKC, lower-cased title and text; bm25s), and the search box (its Python
+mirror, browser/search.py, which the tests hold to the JavaScript) with and without its dense channel.
 
     python bench/retrieval/bench_generated_sites.py [--cache-dir DIR] [--generators jekyll,hugo,…]
 
@@ -27,6 +28,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import harness  # noqa: E402
 
 import knowledge_build as kb  # noqa: E402
+from knowledge_build.browser.search import BrowserIndex  # noqa: E402
 from tests.generated_sites.build import GENERATORS, GeneratorMissing, build_site, check_available  # noqa: E402
 from tests.generated_sites.hits import is_hit, load_queries  # noqa: E402
 
@@ -84,6 +86,15 @@ def main() -> None:
                         kept += [r.relevant for r in found[:5]
                                  if is_hit(r.url, r.title, parents.get(r.id, []), label, site)]
                 row[mode] = metrics(ranks)
+            for mode, dense in (("box", True), ("box_words_only", False)):  # the search box, its Python mirror
+                box = BrowserIndex(result.output)
+                if not dense:
+                    box.entry.pop("dense", None)  # as a bundle built with search_box_dense false ranks
+                ranks = []
+                for label in labels:
+                    found = box.search(label.query, k=K)
+                    ranks.append(first_hit([(r.url, r.title, parents.get(r.id, [])) for r in found], label, site))
+                row[mode] = metrics(ranks)
             offtopic = [item["query"] for path in OFFTOPIC for item in harness.read_jsonl(path)]
             rejected = sum(not any(r.relevant for r in index.search(q, k=5)) for q in offtopic)
             row["relevance"] = {"correct_relevant": f"{sum(kept)}/{len(kept)}",
@@ -100,11 +111,11 @@ def main() -> None:
             print(json.dumps(row, ensure_ascii=False))
     print(f"\n{len(labels)} questions; hit@1 / hit@5 / MRR@10\n")
     print("| generator | pages indexed | chunks | hybrid | dense | lexical | BM25 (bigrams, same chunks) "
-          "| correct top-5 relevant | off-topic rejected |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| the box | the box, words only | correct top-5 relevant | off-topic rejected |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         cells = [" / ".join(f"{row[m][key]:.3f}" for key in ("hit@1", "hit@5", "mrr@10"))
-                 for m in ("hybrid", "dense", "lexical", "bm25")]
+                 for m in ("hybrid", "dense", "lexical", "bm25", "box", "box_words_only")]
         cells += [row["relevance"]["correct_relevant"], row["relevance"]["offtopic_rejected"]]
         print(f"| {row['generator']} | {row['pages']} | {row['chunks']} | " + " | ".join(cells) + " |")
 

@@ -297,13 +297,14 @@ def _dense_files(chunks, fields: dict, dense, files: dict[str, bytes]) -> dict |
     for per_term in fields.values():
         for term, (rows, _) in per_term.items():
             rows_of.setdefault(term, set()).update(rows)
-    vocabulary = {term: len(rows) for term, rows in rows_of.items()}
-    found = Vocabulary(vocabulary)
+    # The pieces are the body's words (a query's body terms): a reading in katakana is a word's sound, which the
+    # embedder reads as little more than noise (a kana question is found by the words' channel).
+    vocabulary = {term: len(rows_of[term]) for term in fields["body"]}
+    found = Vocabulary(rows_of)
 
     def pieces_of(text: str) -> list[str]:
         # the text's own pieces: a training text is not a student's wording to expand
-        body, reading = query_terms(text, {}, {}, found)
-        return list(dict.fromkeys(body + reading))
+        return [term for term in query_terms(text, {}, {}, found)[0] if term in vocabulary]
 
     tables = dense_tables(chunks, vectors, vocabulary, pieces_of, embedder, cache, progress)
     if tables is None:

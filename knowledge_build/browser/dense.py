@@ -165,15 +165,67 @@ class _AsQueries:
             yield list(range(start, start + len(part))), np.asarray(vectors, np.float32).reshape(len(part), -1)
 
 
+# Same input, same bytes, whatever the machine's BLAS does with its threads: every matrix product below is of
+# integer-valued float64 matrices small enough that each sum is exact (under 2**53), so its order does not matter;
+# the ridge system is solved by a Cholesky written in element-wise steps, and the eigenvectors (LAPACK's, which may
+# differ in their last bits) are rounded to GRID before use.
+GRID = 2.0 ** -20
+
+
+def _to_int(matrix: np.ndarray, bits: int) -> tuple[np.ndarray, float]:
+    """(integer-valued float64 matrix, its scale): matrix ≈ out / scale, |out| < 2**bits."""
+    top = float(np.abs(matrix).max()) if matrix.size else 0.0
+    scale = 2.0 ** (bits - 1 - math.frexp(top)[1]) if top > 0 else 1.0
+    return np.rint(np.asarray(matrix, np.float64) * scale), scale
+
+
+def _exact(a: np.ndarray, a_scale: float, b: np.ndarray, b_scale: float) -> np.ndarray:
+    """a @ b of two `_to_int` matrices, back in real units: every sum exact (checked), so any BLAS gives the same."""
+    bound = a.shape[1] * float(np.abs(a).max(initial=0)) * float(np.abs(b).max(initial=0))
+    assert bound < 2.0 ** 53, bound
+    return (a @ b) / (a_scale * b_scale)
+
+
+def _gram(matrix: np.ndarray, other: np.ndarray | None = None) -> np.ndarray:
+    """(matrix - its column means)ᵀ (other - its column means), exactly (see GRID), in real units."""
+    other = matrix if other is None else other
+    bits = (52 - len(matrix).bit_length()) // 2  # each of len(matrix) products under 2**(2 bits): the sum under 2**52
+    a, sa = _to_int(matrix, bits)
+    b, sb = (a, sa) if other is matrix else _to_int(other, bits)
+    sums_a, sums_b = a.sum(axis=0), b.sum(axis=0)  # integers: exact in any order
+    return (_exact(a.T, 1.0, b, 1.0) - np.outer(sums_a, sums_b) / len(a)) / (sa * sb)
+
+
+def _solve_spd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x of a x = b for a symmetric positive definite `a`, by Cholesky in element-wise steps (no BLAS)."""
+    n = len(a)
+    low = np.zeros_like(a)
+    for j in range(n):
+        low[j, j] = math.sqrt(a[j, j] - float((low[j, :j] * low[j, :j]).sum()))
+        low[j + 1:, j] = (a[j + 1:, j] - (low[j + 1:, :j] * low[j, :j]).sum(axis=1)) / low[j, j]
+    y = np.zeros_like(b)
+    for j in range(n):
+        y[j] = (b[j] - (low[j, :j, None] * y[:j]).sum(axis=0)) / low[j, j]
+    x = np.zeros_like(b)
+    for j in range(n - 1, -1, -1):
+        x[j] = (y[j] - (low[j + 1:, j, None] * x[j + 1:]).sum(axis=0)) / low[j, j]
+    return x
+
+
 def _axes(vectors: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
-    """(mean, the first `dims` principal axes as rows), each axis signed so its largest component is positive."""
-    mean = vectors.mean(axis=0)
-    centred = vectors - mean
-    values, vecs = np.linalg.eigh((centred.T @ centred).astype(np.float64))
+    """(mean, the first `dims` principal axes as rows, on GRID), each axis signed so its largest component is
+    positive."""
+    values, vecs = np.linalg.eigh(_gram(vectors))
     order = np.argsort(-values, kind="stable")[:dims]
     axes = vecs[:, order].T
     signs = np.sign(axes[np.arange(len(axes)), np.abs(axes).argmax(axis=1)])
-    return mean.astype(np.float32), (axes * signs[:, None]).astype(np.float32)
+    return vectors.mean(axis=0, dtype=np.float64), np.rint(axes * signs[:, None] / GRID) * GRID
+
+
+def _project(vectors: np.ndarray, mean: np.ndarray, axes: np.ndarray) -> np.ndarray:
+    """(vectors - mean) on the axes, exactly."""
+    a, sa = _to_int(np.asarray(vectors, np.float64) - mean, 15)
+    return _exact(a, sa, axes.T / GRID, 1 / GRID)
 
 
 def _weighted_means(table: np.ndarray, idf: np.ndarray, cut: list[list[int]], block: int = 2048) -> np.ndarray:
@@ -212,20 +264,22 @@ def dense_tables(chunks, vectors: np.ndarray, vocabulary: dict[str, int], pieces
     chunk_vectors = chunk_vectors / np.maximum(np.linalg.norm(chunk_vectors, axis=1, keepdims=True), 1e-12)
     dims = min(DIMS, chunk_vectors.shape[1]) // 4 * 4  # four axes a byte
     mean, axes = _axes(chunk_vectors, dims)
-    projected = (targets - mean) @ axes.T
-    source_mean = sources.mean(axis=0) if len(sources) else np.zeros(table.shape[1], np.float32)
-    centred = sources - source_mean
-    solve = np.linalg.solve((centred.T @ centred).astype(np.float64) + RIDGE * np.eye(table.shape[1]),
-                            (centred.T @ (projected - projected.mean(axis=0))).astype(np.float64))
-    mapping = solve.astype(np.float32)
-    mapped = table @ mapping
+    projected = _project(targets, mean, axes)
+    system = _gram(sources) + RIDGE * np.eye(table.shape[1])
+    mapping = _solve_spd(system, _gram(sources, projected))
+    mapping, map_scale = _to_int(mapping, 24)
+    table_scales, q_table = _int8(table)  # the table as stored: int8 rows and their scales
+    mapped = (q_table.astype(np.float64) @ mapping) * (table_scales.astype(np.float64)[:, None] / map_scale)
+    assert q_table.shape[1] * 127 * float(np.abs(mapping).max(initial=0)) < 2.0 ** 53
     scales = (np.abs(mapped).max(axis=1) / 7).astype(np.float32)  # 4 bits an axis: -7..7 × the piece's scale
     q = np.clip(np.rint(mapped / np.where(scales > 0, scales, 1)[:, None]), -7, 7).astype(np.int8)
     nibbles = (q & 0xF).astype(np.uint8)
     packed = nibbles[:, 0::2] | (nibbles[:, 1::2] << 4)
     pieces = {t: (float(idf[i]), float(scales[i]), packed[i].tobytes()) for i, t in enumerate(terms)}
-    projected = (chunk_vectors - mean) @ axes.T
+    projected = _project(chunk_vectors, mean, axes)
     spread = np.maximum(projected.std(axis=0), 1e-12).astype(np.float32)
     z = projected / spread
     codes = np.where(z < 0, np.where(z < -THRESHOLD, 0, 1), np.where(z > THRESHOLD, 3, 2)).astype(np.uint8)
-    return DenseTables(dims, pieces, (source_mean @ mapping).astype(np.float32), spread, codes)
+    source_mean = sources.mean(axis=0, dtype=np.float64) if len(sources) else np.zeros(table.shape[1])
+    offset = (source_mean[:, None] * mapping).sum(axis=0) / map_scale
+    return DenseTables(dims, pieces, offset.astype(np.float32), spread, codes)

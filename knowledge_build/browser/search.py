@@ -113,16 +113,16 @@ class BrowserIndex:
             self._dense[key] = read(self._read(kind, number), name)
         return self._dense[key]
 
-    def dense_scores(self, body: list[str], reading: list[str]) -> dict[int, float]:
+    def dense_scores(self, body: list[str]) -> dict[int, float]:
         try:
-            return self._dense_scores(body, reading)
+            return self._dense_scores(body)
         except MissingDense as missing:
             if not self._warned:
                 log.warning("%s: %s is missing: the search box answers without its dense channel", self.dir, missing)
             self._warned = True
             return {}
 
-    def _dense_scores(self, body: list[str], reading: list[str]) -> dict[int, float]:
+    def _dense_scores(self, body: list[str]) -> dict[int, float]:
         """{row: its dense score} of every row: the query's vector is the idf-weighted mean of the mapped rows
         of its pieces less the offset, scored against each row's 2-bit code a byte (four axes) at a time
         (dense.py); {} on a bundle without the dense channel or for a query none of whose pieces it has."""
@@ -131,7 +131,7 @@ class BrowserIndex:
             return {}
         dims, shards, n = dense["dims"], len(self.digests["v"]), self.entry["rows"]
         total, vector = 0.0, [0.0] * dims
-        for term in dict.fromkeys(body + reading):
+        for term in body:  # its body terms: the pieces are the body's words (dense.py)
             found = self._dense_file("v", fnv1a(term) % shards, lambda data, name: read_pieces(
                 data, dims, self.dir, name)).get(term)
             if found is not None:
@@ -209,7 +209,7 @@ class BrowserIndex:
                     if all(codes[r] == code or (none and codes[r] == 255) for codes, code, none in keep)}
 
         scores = passing(self.scores(query))
-        dense = passing(self.dense_scores(*self.terms(query)))
+        dense = passing(self.dense_scores(self.terms(query)[0]))
         if dense:  # the same fusion as the CLI's, over each channel's top candidates (ranking/fusion.py)
             settings = self.entry["dense"]
             channels = {"lexical": _top(scores, settings["candidates"]), "dense": _top(dense, settings["candidates"])}

@@ -447,12 +447,12 @@ export async function open(base) {
   // {row: dense score} of every row (browser/search.py's dense_scores, step for step); an empty Map without the
   // dense channel, for a query none of whose pieces it has, or when its files are missing (with a warning).
   let warned = false;
-  async function denseScores(body, reading) {
+  async function denseScores(body) {
     const x = entry.dense;
     if (!x) return new Map();
     const dims = x.dims, width = dims / 4;
     try {
-      const terms = [...new Set(body.concat(reading))];
+      const terms = body;  // its body terms: the pieces are the body's words (dense.py)
       const shards = await Promise.all(terms.map((t) => load("v", fnv1a(t) % digests.v.length, (data, name) => readPieces(data, dims, name))));
       let total = 0, vector = new Array(dims).fill(0);
       terms.forEach((term, i) => {
@@ -502,7 +502,7 @@ export async function open(base) {
       && (levelCode === null || info.levels[row] === levelCode)
       && !facetCodes.some(([codes, code]) => codes[row] !== code && codes[row] !== 255)));  // 255: no version
     let fused = passing(found);
-    const near = passing(await denseScores(body, reading));
+    const near = passing(await denseScores(body));
     if (near.size) {  // the same fusion as the CLI's, over each channel's top candidates (ranking/fusion.py)
       const x = entry.dense;
       fused = fuse(x.fusion, { lexical: topOf(fused, x.candidates), dense: topOf(near, x.candidates) }, x.weights, x.rrf_k);
