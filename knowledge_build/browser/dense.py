@@ -10,7 +10,7 @@ At build time, with the set's own embedder (through the vector cache, so a rebui
   box teaches, the start of each excerpt, the first sentences of its content: no question, no label);
 - the map is applied to every piece's row once, so the browser's query vector is the weighted mean of its pieces'
   mapped rows minus one offset: exact, as the map is linear, and DIMS numbers a piece instead of the embedder's.
-The chunks' vectors are projected on the same axes and stored as 2-bit codes, each axis's four levels
+The chunks' vectors are projected on the same axes, each projection at unit length, and stored as 2-bit codes, each axis's four levels
 (LEVELS × that axis's spread over the chunks: the optimal quantiser of a normal distribution), so a first query
 reads every chunk's code (32 bytes a chunk at 128 axes) and ranks them all exactly as the browser does.
 
@@ -277,6 +277,9 @@ def dense_tables(chunks, vectors: np.ndarray, vocabulary: dict[str, int], pieces
     packed = nibbles[:, 0::2] | (nibbles[:, 1::2] << 4)
     pieces = {t: (float(idf[i]), float(scales[i]), packed[i].tobytes()) for i, t in enumerate(terms)}
     projected = _project(chunk_vectors, mean, axes)
+    # Each chunk's projection at unit length: the score is a cosine, as the CLI's dense channel's (an inner product
+    # favoured the chunks far from the rest: short field lists and notes; docs/retrieval.md).
+    projected = projected / np.maximum(np.sqrt((projected * projected).sum(axis=1, keepdims=True)), 1e-12)
     spread = np.maximum(projected.std(axis=0), 1e-12).astype(np.float32)
     z = projected / spread
     codes = np.where(z < 0, np.where(z < -THRESHOLD, 0, 1), np.where(z > THRESHOLD, 3, 2)).astype(np.uint8)
