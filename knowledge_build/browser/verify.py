@@ -152,15 +152,19 @@ class Reader:
         self.at += size
         return self.data[self.at - size:self.at]
 
+    def text(self, what: str) -> str:
+        """A varint length and that many bytes of UTF-8 (a term, a piece)."""
+        try:
+            return self.take(self.varint()).decode("utf-8")
+        except UnicodeDecodeError:
+            raise self.broken(f"{what} before byte {self.at} is not UTF-8") from None
+
 
 def read_shard(data: bytes, rows: int, where: Path, name: str) -> dict[str, list[tuple[list[int], bytes]]]:
     """term -> per field (rows, q) of one term shard, every count bounded by the bytes left and `rows`."""
     reader, out = Reader(data, where, name), {}
     while reader.left:
-        try:
-            term = reader.take(reader.varint()).decode("utf-8")
-        except UnicodeDecodeError:
-            raise reader.broken(f"a term before byte {reader.at} is not UTF-8") from None
+        term = reader.text("a term")
         per_field = []
         for _ in FIELDS:
             n = reader.varint()
@@ -228,10 +232,7 @@ def read_pieces(data: bytes, dims: int, where: Path, name: str) -> dict[str, tup
     """term -> (idf weight, its mapped row) of one piece shard (dense.py)."""
     reader, out = Reader(data, where, name), {}
     while reader.left:
-        try:
-            term = reader.take(reader.varint()).decode("utf-8")
-        except UnicodeDecodeError:
-            raise reader.broken(f"a piece before byte {reader.at} is not UTF-8") from None
+        term = reader.text("a piece")
         weight, scale = _floats(reader, 2, "a piece's weight or scale")
         row = []
         for byte in reader.take(dims // 2):  # two signed 4-bit numbers a byte, the low first
