@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import sys
 from pathlib import Path
 
@@ -41,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from knowledge_build.browser.analysis import query_terms  # noqa: E402
+from knowledge_build.browser.dense import readable, training_texts  # noqa: E402
 from knowledge_build.browser.search import BrowserIndex, type_weights  # noqa: E402
 from knowledge_build.model import Chunk  # noqa: E402
 
@@ -55,13 +55,6 @@ def vocabulary(box: BrowserIndex) -> tuple[list[str], dict[str, int]]:
         for term, per_field in box._shard(shard).items():
             df[term] = len({row for rows, _ in per_field for row in rows})
     return sorted(df), df
-
-
-def readable(term: str) -> str:
-    """A folded term as the model reads text: okurigana back in hiragana when the term has kanji (解キ -> 解き)."""
-    if any("\u4e00" <= c <= "\u9fff" for c in term):
-        return "".join(chr(ord(c) - 0x60) if "\u30a1" <= c <= "\u30f6" else c for c in term)
-    return term
 
 
 def embedded(texts: list[str], path: Path, model) -> np.ndarray:
@@ -98,16 +91,6 @@ def dbsf(scores: dict[int, float]) -> dict[int, float]:
     return {r: (min(max((v - low) / (high - low), 0.0), 1.0) if high > low else 1.0) for r, v in scores.items()}
 
 
-def _training_texts(chunk: Chunk, sentences: int) -> list[str]:
-    """The short texts of a chunk the map is fitted on; with `sentences`, also the first sentences of its content
-    (10 to 80 characters each, TeX left out)."""
-    texts = [chunk.title, f"{chunk.material_title} {chunk.title}", *chunk.learns[:3], chunk.excerpt[:60]]
-    if sentences:
-        plain = re.sub(r"\\\[.*?\\\]|\\\(.*?\\\)", " ", chunk.content)
-        texts += [t for t in re.split(r"[。！？\n]", plain) if 10 <= len(t.strip()) <= 80][:sentences]
-    return texts
-
-
 class Tables:
     """What the build would ship for each method, made from the set and the model."""
 
@@ -135,7 +118,7 @@ class Tables:
         self.urls = [c.url for c in records]
         self.static_chunks = np.array([self._unit(self.static(" ".join(
             (c.material_title, c.title, c.title, c.content[:600])))) for c in records], np.float32)
-        texts = sorted({t.strip() for c in records for t in _training_texts(c, sentences) if t and t.strip()})
+        texts = sorted({t.strip() for c in records for t in training_texts(c, sentences) if t and t.strip()})
         texts = [t for t in texts if self.pieces(t)]
         targets = embedded(texts, folder / f"training{sentences or ''}.npy", self.model)
         sources = np.array([self._unit(self.static(t)) for t in texts], np.float32)

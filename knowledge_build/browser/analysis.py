@@ -32,14 +32,6 @@ from ..text.romaji import read as read_romaji
 _WORD = re.compile("[a-z]+")
 
 
-def fnv1a(text: str) -> int:
-    """32-bit FNV-1a of the UTF-8 bytes: the shard a term or a piece is filed in (the browser computes the same)."""
-    h = 0x811C9DC5
-    for byte in text.encode("utf-8"):
-        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return h
-
-
 def fold(text: str) -> str:
     """NFKC (superscripts and subscripts as ^ and _ runs first, as text/ja.py's nfkc: -3² is -3^2), lower
     case, kanji numerals as numbers, hiragana as katakana."""

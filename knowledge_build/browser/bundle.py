@@ -48,7 +48,8 @@ from ..ranking.settings import B, BOX_FIELD_WEIGHTS, K1, SearchSettings
 from ..text.romaji import table as romaji_table
 from ..text.slugs import english_terms
 from ..text.tex import readable
-from .analysis import MIN_READING, analyze_document, fnv1a, fold, term_key  # noqa: F401  (fnv1a: bundle.fnv1a)
+from .analysis import MIN_READING, analyze_document, fold, term_key
+from .binary import fnv1a, put_varint as _put_varint  # noqa: F401  (bundle.fnv1a, bundle._put_varint: the tests')
 
 log = logging.getLogger("knowledge_build.build")
 FORMAT = "knowledge-search/2"  # 2: files listed by 8-byte sha256 digests, packed
@@ -90,14 +91,6 @@ def varints(values: np.ndarray) -> bytes:
         more = (sizes[has] > j + 1).astype(np.uint8) << 7
         out[starts[has] + j] = ((values[has] >> np.uint64(7 * j)) & np.uint64(0x7F)).astype(np.uint8) | more
     return out.tobytes()
-
-
-def _put_varint(value: int, out: bytearray) -> None:
-    """Append the LEB128 of one non-negative integer (the per-term loop: numpy's call costs more)."""
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
 
 
 def _impacts(postings, field: str, slot: int, n_rows: int):

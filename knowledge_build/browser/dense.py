@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .analysis import fnv1a
+from .binary import fnv1a, put_varint
 
 DIMS = 128  # principal axes of the chunks' vectors a code and a mapped piece keep (docs/retrieval.md)
 RIDGE = 0.01  # the map's ridge (0.1 to 30 measured worse)
@@ -52,7 +52,6 @@ MAX_ROWS = 16_384
 CODE_ROWS = 512  # rows per code file (16 KB at 128 axes)
 PIECE_SHARD_BYTES = 1024  # a piece shard's mean size (a query fetches one per piece it holds), at most MAX_PIECE_SHARDS
 MAX_PIECE_SHARDS = 1024
-MAX_CODE_FILES = 1 << 16
 MAX_DIMS = 1024
 QUERY_HASH = "box-query\x1f"  # the vector cache's key of a text embedded as a query (chunks are keyed by content)
 
@@ -75,7 +74,9 @@ class DenseTables:
         for term in sorted(self.pieces):
             weight, scale, row = self.pieces[term]
             raw = term.encode("utf-8")
-            encoded[term] = _varint(len(raw)) + raw + struct.pack("<ff", weight, scale) + row
+            data = bytearray()
+            put_varint(len(raw), data)
+            encoded[term] = bytes(data) + raw + struct.pack("<ff", weight, scale) + row
         total = sum(map(len, encoded.values()))
         count = 1
         while count < MAX_PIECE_SHARDS and total / count > PIECE_SHARD_BYTES:
@@ -95,26 +96,12 @@ class DenseTables:
         return entry, [b"".join(s) for s in shards], codes, offset
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _int8(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(per-row float32 scale, int8 rows): row ≈ scale × int8."""
     matrix = np.asarray(matrix, np.float32)
     scales = (np.abs(matrix).max(axis=1) / 127).astype(np.float32) if len(matrix) else np.zeros(0, np.float32)
     safe = np.where(scales > 0, scales, 1).astype(np.float32)
     return scales, np.clip(np.rint(matrix / safe[:, None]), -127, 127).astype(np.int8)
-
-
-def _dequantised(matrix: np.ndarray) -> np.ndarray:
-    scales, q = _int8(matrix)
-    return q.astype(np.float32) * scales[:, None]
 
 
 def readable(term: str) -> str:
@@ -127,12 +114,12 @@ def readable(term: str) -> str:
 _TEX = re.compile(r"\\\[.*?\\\]|\\\(.*?\\\)", re.S)
 
 
-def training_texts(chunk) -> list[str]:
+def training_texts(chunk, sentences: int = SENTENCES) -> list[str]:
     """The texts of a chunk the map is fitted on: its titles, what it teaches, the start of its excerpt and the
-    first SENTENCES sentences of its content (10 to 80 characters each, TeX left out)."""
+    first `sentences` sentences of its content (10 to 80 characters each, TeX left out)."""
     texts = [chunk.title, f"{chunk.material_title} {chunk.title}", *chunk.learns[:3], chunk.excerpt[:60]]
     plain = _TEX.sub(" ", chunk.content)
-    texts += [t for t in re.split(r"[。！？\n]", plain) if 10 <= len(t.strip()) <= 80][:SENTENCES]
+    texts += [t for t in re.split(r"[。！？\n]", plain) if 10 <= len(t.strip()) <= 80][:sentences]
     return [t.strip() for t in texts if t and t.strip()]
 
 
@@ -155,13 +142,12 @@ class _AsQueries:
             setattr(self, name, getattr(embedder, name))
 
     def embed_batches(self, texts):
-        if hasattr(self.inner, "embed_query_batches"):  # a remote embedder: its own requests, several at a time
-            yield from self.inner.embed_query_batches(texts)
+        if hasattr(self.inner, "embed_batches"):  # the embedder's own batches (embed/__init__.py), of queries
+            yield from self.inner.embed_batches(texts, kind="query")
             return
-        many = getattr(self.inner, "embed_queries", None)
         for start in range(0, len(texts), 64):
             part = texts[start:start + 64]
-            vectors = many(part) if many else np.stack([self.inner.embed_query(t) for t in part])
+            vectors = np.stack([self.inner.embed_query(t) for t in part])
             yield list(range(start, start + len(part))), np.asarray(vectors, np.float32).reshape(len(part), -1)
 
 
@@ -253,7 +239,8 @@ def dense_tables(chunks, vectors: np.ndarray, vocabulary: dict[str, int], pieces
     at = {t: i for i, t in enumerate(terms)}
     idf = np.array([math.log(1 + n / (1 + vocabulary[t])) for t in terms], np.float32)
     table = query_vectors(embedder, [readable(t) for t in terms], cache, progress, "search box pieces")
-    table = _dequantised(table - table.mean(axis=0))
+    table_scales, q_table = _int8(table - table.mean(axis=0))  # the table as stored: int8 rows and their scales
+    table = q_table.astype(np.float32) * table_scales[:, None]
     texts = sorted({t for c in chunks for t in training_texts(c)},
                    key=lambda t: hashlib.sha256(t.encode("utf-8")).digest())[:MAX_TRAINING_TEXTS]
     cut = [[at[p] for p in pieces_of(t) if p in at] for t in texts]
@@ -268,7 +255,6 @@ def dense_tables(chunks, vectors: np.ndarray, vocabulary: dict[str, int], pieces
     system = _gram(sources) + RIDGE * np.eye(table.shape[1])
     mapping = _solve_spd(system, _gram(sources, projected))
     mapping, map_scale = _to_int(mapping, 24)
-    table_scales, q_table = _int8(table)  # the table as stored: int8 rows and their scales
     mapped = (q_table.astype(np.float64) @ mapping) * (table_scales.astype(np.float64)[:, None] / map_scale)
     assert q_table.shape[1] * 127 * float(np.abs(mapping).max(initial=0)) < 2.0 ** 53
     scales = (np.abs(mapped).max(axis=1) / 7).astype(np.float32)  # 4 bits an axis: -7..7 × the piece's scale

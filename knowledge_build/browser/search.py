@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ..errors import BrokenBundle, QueryTooLong
 from ..ranking.fusion import dbsf, rrf
-from .analysis import fnv1a, fold, query_terms, term_key
+from .analysis import fold, query_terms, term_key
+from .binary import fnv1a
 from .bundle import ENTRY, FIELDS, file_name, safe_link
 from .verify import (FACET_KEYS, check_entry, checked, read_codes, read_offset, read_pieces, read_places,
                      read_records, read_shard)
@@ -168,8 +169,11 @@ class BrowserIndex:
         return query_terms(query, self.entry["thesaurus"], self.entry["english"], self.lookup)
 
     def scores(self, query: str) -> dict[int, float]:
+        """{row: its words' score} (BM25 per field, weighted) for a query."""
+        return self._scores(*self.terms(query))
+
+    def _scores(self, body: list[str], reading: list[str]) -> dict[int, float]:
         entry = self.entry
-        body, reading = self.terms(query)
         scores: dict[int, float] = {}
         for slot, (weight, scale) in enumerate(zip(entry["weights"], entry["scales"])):
             unit = weight * scale
@@ -208,8 +212,9 @@ class BrowserIndex:
             return {r: s for r, s in found.items()
                     if all(codes[r] == code or (none and codes[r] == 255) for codes, code, none in keep)}
 
-        scores = passing(self.scores(query))
-        dense = passing(self.dense_scores(self.terms(query)[0]))
+        body, reading = self.terms(query)
+        scores = passing(self._scores(body, reading))
+        dense = passing(self.dense_scores(body))
         if dense:  # the same fusion as the CLI's, over each channel's top candidates (ranking/fusion.py)
             settings = self.entry["dense"]
             channels = {"lexical": _top(scores, settings["candidates"]), "dense": _top(dense, settings["candidates"])}

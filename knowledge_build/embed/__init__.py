@@ -1,9 +1,10 @@
 """Embedders behind one protocol, and the vector cache that makes rebuilds cheap.
 
-Each embedder owns its batching: `embed_batches(texts)` yields (positions, vectors) per finished
-model call or request (the local model: 16 passages at a time; the OpenAI client: up to 256 inputs
-per request, 4 requests at a time). An embedder without `embed_batches` is fed batch_size texts per
-`embed_documents` call by the runner.
+Each embedder owns its batching: `embed_batches(texts, kind="passage")` yields (positions, vectors) per
+finished model call or request (the local model: 16 texts at a time; the OpenAI client: up to 256 inputs
+per request, 4 requests at a time); `kind="query"` embeds the texts as queries (the search box's dense
+tables, browser/dense.py). An embedder without `embed_batches` is fed batch_size texts per
+`embed_documents` call by the runner, and its queries one `embed_query` at a time.
 """
 
 from __future__ import annotations

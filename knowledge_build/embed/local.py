@@ -57,11 +57,12 @@ class LocalEmbedder:
     def name(self) -> str:
         return f"{self.provider}:{self.model}"
 
-    def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray]]:
-        """(positions in `texts`, their vectors) per model call of batch_size passages."""
+    def embed_batches(self, texts: Sequence[str], kind: str = "passage") -> Iterator[tuple[list[int], np.ndarray]]:
+        """(positions in `texts`, their vectors) per model call of batch_size passages, or queries (`kind`)."""
+        embed = self._queries if kind == "query" else self.embed_documents
         for start in range(0, len(texts), self.batch_size):
             positions = list(range(start, min(start + self.batch_size, len(texts))))
-            yield positions, self.embed_documents(texts[start:start + self.batch_size])
+            yield positions, embed(texts[start:start + self.batch_size])
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -72,7 +73,7 @@ class LocalEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         return np.asarray(self._model.query(text), dtype=np.float32).reshape(self.dim)
 
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+    def _queries(self, texts: Sequence[str]) -> np.ndarray:
         """Many texts embedded as queries in one model call (the search box's dense tables, browser/dense.py)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -135,10 +135,6 @@ class OpenAIEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         return self._request([self._truncate(text)], "query")[0]
 
-    def embed_query_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray]]:
-        """embed_batches of texts embedded as queries: as many inputs a request, as many requests at a time."""
-        return self.embed_batches(texts, "query")
-
     def _settings(self, kind: str) -> tuple[object, float, int]:
         """(client, timeout, retries) for a request of this kind: queries wait less (see DEFAULT_QUERY_TIMEOUT)."""
         if kind != "query":
