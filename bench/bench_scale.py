@@ -100,8 +100,9 @@ class BigramEmbedder:
         self.seconds += seconds
         return vectors
 
-    def embed_batches(self, texts):
-        """(positions, vectors) per `batch` texts, with a progress line every `report_every` texts."""
+    def embed_batches(self, texts, kind: str = "passage"):
+        """(positions, vectors) per `batch` texts, with a progress line every `report_every` texts; a query
+        and a passage are embedded alike (no prefix)."""
         reported = 0
         for start in range(0, len(texts), self.batch):
             end = min(start + self.batch, len(texts))

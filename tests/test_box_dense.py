@@ -53,8 +53,11 @@ vocabulary = {w: 1 + i % 40 for i, w in enumerate(words)}
 def pieces_of(text):
     return [w for w in vocabulary if w in text]
 tables = dense.dense_tables(chunks, vectors, vocabulary, pieces_of, FakeEmbedder(dim=384), None)
-entry, pieces, codes, offset = tables.files()
-print(hashlib.sha256(json.dumps(entry, sort_keys=True).encode() + b"".join(pieces) + b"".join(codes) + offset).hexdigest())
+entry, pieces, codes, offset, centres = tables.files()
+dense.MAX_ROWS, dense.CLUSTER_ROWS = 500, 100  # the same tables with their codes in clusters
+clustered = tables.files()
+print(hashlib.sha256(json.dumps(entry, sort_keys=True).encode() + b"".join(pieces) + b"".join(codes) + offset
+                     + json.dumps(clustered[0], sort_keys=True).encode() + b"".join(clustered[2]) + clustered[4]).hexdigest())
 """
 
 
@@ -70,6 +73,26 @@ def test_the_tables_are_the_same_bytes_with_one_blas_thread_or_two(tmp_path):
         assert done.returncode == 0, done.stderr
         digests.append(done.stdout.strip())
     assert digests[0] == digests[1] and len(digests[0]) == 64
+
+
+def test_clusters_hold_every_row_once_near_its_centre():
+    """k-means over the codes (dense.clusters): every row in exactly one cluster, in order; a row's own centre is
+    among its nearest; the centres are codes."""
+    rng = np.random.default_rng(3)
+    centres = rng.integers(0, 4, (6, 32))
+    codes = np.clip(centres[rng.integers(0, 6, 600)] + rng.integers(-1, 2, (600, 32)) * (rng.random((600, 32)) < 0.1),
+                    0, 3).astype(np.uint8)
+    found, members = dense.clusters(codes, 6)
+    rows = np.concatenate(members)
+    assert sorted(rows.tolist()) == list(range(600)) and all((np.diff(m) > 0).all() for m in members)
+    assert found.shape == (len(members), 32) and found.max() <= 3
+    values = 2 * codes.astype(float) - 3
+    means = np.stack([values[m].mean(axis=0) for m in members])
+    own = np.empty(600, int)
+    for c, m in enumerate(members):
+        own[m] = c
+    distance = ((values[:, None, :] - means[None]) ** 2).sum(axis=2)
+    assert (distance[np.arange(600), own] <= distance.min(axis=1) + 1e-9).mean() >= 0.99
 
 
 def test_a_piece_row_is_the_map_of_its_vector_and_a_query_the_mean_of_its_pieces():

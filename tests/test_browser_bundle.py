@@ -84,8 +84,11 @@ def test_build_writes_the_bundle_into_the_set_and_lists_every_file(built):
     entry = json.loads((result.output / bundle.ENTRY).read_bytes())
     assert entry["format"] == bundle.FORMAT and entry["rows"] == manifest["counts"]["chunks"]
     dense = [(kind, entry["dense"][key]) for kind, key in bundle.DENSE_KINDS.items()]  # on by default
+    postings = [("o", entry["postings"])] if "postings" in entry else []  # terms of long postings (the sample has some)
+    assert postings
     listed = [bundle.file_name(kind, d) for kind, key in (("t", entry["shards"]), ("r", entry["records"]["files"]),
-                                                            ("p", entry["places"]), *dense) for d in bundle.unpack(key)]
+                                                            ("p", entry["places"]), *postings, *dense)
+              for d in bundle.unpack(key)]
     assert set(listed) == set(names) - {bundle.ENTRY} - set(bundle.static_files())
     assert {"knowledge-search.js", "knowledge-search-ui.js"} <= set(names)  # the modules travel with the set
 
@@ -140,13 +143,8 @@ def test_search_box_off_writes_no_bundle(built, tmp_path):
     assert not [p for p in output.iterdir() if p.name.startswith(bundle.PREFIX)]
 
 
-def test_the_dense_channel_is_left_out_when_switched_off_or_too_large_for_a_first_query(built, tmp_path, caplog,
-                                                                                       monkeypatch):
-    """README ("Meaning in the box"): `search_box_dense: false` gives the box without its dense channel; a site of
-    more chunks than dense.MAX_ROWS gets none either, and the build says so."""
-    from knowledge_build.browser import dense
-    from knowledge_build.pipeline import embed_chunks, search_box_files
-
+def test_the_dense_channel_is_left_out_when_switched_off(built, tmp_path):
+    """README ("Meaning in the box"): `search_box_dense: false` gives the box without its dense channel."""
     result, config = built
     site = Path(config.site)
     off = kb.load_config(site=site, output=tmp_path / "v2", cache_dir=tmp_path / "cache",
@@ -155,13 +153,56 @@ def test_the_dense_channel_is_left_out_when_switched_off_or_too_large_for_a_firs
     output = kb.build(off, embedder=FakeEmbedder()).output
     assert "dense" not in json.loads((output / bundle.ENTRY).read_bytes())
     kinds = {p.name[len(bundle.PREFIX) + 1] for p in output.iterdir() if p.name.startswith(bundle.PREFIX + "-")}
-    assert not kinds & set(bundle.DENSE_KINDS) and "t" in kinds
+    assert not kinds & {*bundle.DENSE_KINDS, bundle.CENTRES[0]} and "t" in kinds
     assert [r.id for r in BrowserIndex(output).search("判別式", 5)]
-    vectors = embed_chunks(list(result.chunks), FakeEmbedder(), config)[0]
-    monkeypatch.setattr(dense, "MAX_ROWS", len(result.chunks) - 1)
-    files = search_box_files(list(result.chunks), config, vectors=vectors, embedder=FakeEmbedder())
-    assert "dense" not in json.loads(files[bundle.ENTRY])
-    assert f"more than {len(result.chunks) - 1}" in caplog.text and "ranks by words" in caplog.text
+
+
+def test_a_site_of_more_than_15_levels_offers_the_first_15_as_filters_and_says_so(built, tmp_path, caplog):
+    """A row's type and level share a byte (4 bits each): the box's filters offer 15 levels at most, and every
+    kind of box fits."""
+    import dataclasses
+
+    from knowledge_build.kinds import TYPES
+    from knowledge_build.pipeline import search_box_files
+
+    result, config = built
+    chunks = [dataclasses.replace(c, level=f"L{i % 17:02d}") for i, c in enumerate(result.chunks)]
+    files = search_box_files(chunks, config)
+    entry = json.loads(files[bundle.ENTRY])
+    assert [v["value"] for v in entry["levels"]] == [f"L{i:02d}" for i in range(15)]
+    assert "the first 15 of the site's 17 levels (L15, L16)" in caplog.text
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    index = BrowserIndex(tmp_path)
+    assert index.level_codes[0] == 0 and index.level_codes[15] == 255 and index.level_codes[17] == 0
+    assert len(TYPES) <= bundle.MAX_LEVELS
+
+
+@pytest.fixture(scope="module")
+def clustered(built, tmp_path_factory):
+    """The sample's set built as a site of more than dense.MAX_ROWS chunks is: its codes in clusters."""
+    from knowledge_build.browser import dense
+
+    _, config = built
+    base = tmp_path_factory.mktemp("clustered")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dense, "MAX_ROWS", 8)
+        patch.setattr(dense, "CLUSTER_ROWS", 6)
+        patch.setattr(dense, "PROBE", 3)
+        settings = kb.load_config(site=Path(config.site), output=base / "v2", cache_dir=base / "cache", env={})
+        return kb.build(settings, embedder=FakeEmbedder()).output
+
+
+def test_above_max_rows_a_query_reads_the_codes_of_its_best_clusters_only(clustered):
+    """README ("Meaning in the box"): on a site of more chunks than a first query could read every code of, the
+    codes are in clusters; a query's dense scores are the rows of its `probe` best clusters."""
+    entry = json.loads((clustered / bundle.ENTRY).read_bytes())
+    x = entry["dense"]
+    assert x["probe"] == 3 and len(bundle.unpack(x["codes"])) > 3 and len(bundle.unpack(x["centres"])) == 1
+    index = BrowserIndex(clustered)
+    scored = index.dense_scores(index.terms("二次方程式の解き方")[0])
+    assert 0 < len(scored) < entry["rows"]
+    assert [r.id for r in index.search("二次方程式の解き方", 5)]
 
 
 def test_the_modules_are_at_most_20_kb_gzipped():
@@ -197,6 +238,42 @@ def served(built):
     yield f"http://127.0.0.1:{httpd.server_address[1]}", output
     httpd.shutdown()
     httpd.server_close()
+
+
+def _served(directory: Path):
+    """A real HTTP server on 127.0.0.1 over `directory`'s parent, with a blank page to run the module from."""
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    (directory.parent / "blank.html").write_text("<!DOCTYPE html><meta charset='utf-8'><title>t</title>", encoding="utf-8")
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=directory.parent))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}"
+
+
+@pytest.mark.browser
+def test_chromium_ranks_a_set_whose_codes_are_in_clusters_as_python_does(browser, clustered):
+    httpd, base = _served(clustered)
+    page = browser.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(f"{base}/blank.html")
+        module = f"{base}/{clustered.name}/knowledge-search.js"
+        got = page.evaluate("""async ([module, queries]) => {
+            const index = await (await import(module)).open(new URL("./", module));
+            const ranked = [];
+            for (const q of queries) ranked.push((await index.search(q, {k: 5})).map((r) => [r.id, r.score]));
+            return ranked;
+        }""", [module, QUERIES])
+    finally:
+        page.close()
+        httpd.shutdown()
+        httpd.server_close()
+    index = BrowserIndex(clustered)
+    expected = [[[r.id, r.score] for r in index.search(q, 5)] for q in QUERIES]
+    assert [[i for i, _ in r] for r in got] == [[i for i, _ in r] for r in expected]
+    assert all(abs(a[1] - b[1]) < 1e-9 for x, y in zip(got, expected) for a, b in zip(x, y))
 
 
 @pytest.mark.browser
@@ -295,10 +372,47 @@ def test_the_box_on_the_reference_corpus_ranks_as_python_within_its_byte_budgets
 
 
 def test_a_large_site_keeps_the_bundle_to_a_bounded_number_of_files():
-    """The manifest lists every file and is read whole: records and shards are capped at 1,024 files each."""
+    """The manifest lists every file and is read whole (at most 1 MiB): at the most files the bundle writes, its
+    listing still fits with room for the rest of the set; the box refuses what the Python reader refuses."""
+    import re
+
+    from knowledge_build.browser.dense import MAX_PIECE_SHARDS
+    from knowledge_build.index.layout import MAX_MANIFEST_BYTES
+
     assert bundle.record_rows(1821) == bundle.RECORD_ROWS
     assert -(-100_000 // bundle.record_rows(100_000)) <= bundle.MAX_RECORD_FILES
-    assert bundle.MAX_SHARDS <= 1024
+    most = 2 * bundle.MAX_SHARDS + bundle.MAX_RECORD_FILES + MAX_PIECE_SHARDS + 64  # + places, codes, modules, …
+    listing = json.dumps({f"knowledge-search-o{i:08x}.json": {"sha256": "0" * 64, "size": 10**7} for i in range(most)})
+    assert len(listing) <= 0.75 * MAX_MANIFEST_BYTES, len(listing)
+    script = (Path(bundle.__file__).parent / "static" / "knowledge-search.js").read_text(encoding="utf-8")
+    limits = dict(re.findall(r"\b(MAX_FILES|MAX_RECORD_FILES) = (\d+)", script))
+    assert limits == {"MAX_FILES": str(bundle.MAX_SHARDS), "MAX_RECORD_FILES": str(bundle.MAX_RECORD_FILES)}
+
+
+def test_a_term_keeps_its_best_postings_per_field_and_long_lists_leave_its_keys_shard(monkeypatch):
+    """MAX_POSTINGS: a term's best rows by score, in row order; INLINE_BYTES: a term's postings above it are in a
+    posting shard (by the whole term), its key's shard naming it with none in any field."""
+    import numpy as np
+
+    from knowledge_build.browser.verify import read_shard
+    from knowledge_build.index.postings import PostingsBuilder
+
+    builder = PostingsBuilder(bundle.FIELDS)
+    tfs = [1, 4, 2, 5, 1, 3]  # rows 3, 1 and 5 hold 式 most, in equal lengths
+    for tf in tfs:
+        builder.add({"body": ["式"] * tf + ["他"] * (6 - tf), "reading": [], "title": []})
+    postings = builder.finish(np.ones(len(tfs), dtype=bool))
+    monkeypatch.setattr(bundle, "MAX_POSTINGS", 3)
+    fields, _ = bundle._impacts(postings, "body", 0, len(tfs))
+    assert fields["式"][0] == [1, 3, 5]
+    assert len(fields["他"][0]) == 3
+    monkeypatch.setattr(bundle, "INLINE_BYTES", 4)  # 式's 3 postings take 7 bytes, with the empty fields' counts
+    files: dict[str, bytes] = {}
+    terms, moved = bundle._term_shards({"body": fields, "reading": {}, "title": {}}, files)
+    shard = read_shard(b"".join(files[bundle.file_name("t", d)] for d in terms), len(tfs), Path("."), "t")
+    assert shard["式"] == [([], b""), ([], b""), ([], b"")]
+    there = read_shard(b"".join(files[bundle.file_name("o", d)] for d in moved), len(tfs), Path("."), "o")
+    assert there["式"][0][0] == [1, 3, 5] and set(there) == {"式", "他"}
 
 
 def test_a_changed_thesaurus_rebuilds_the_bundle_and_an_unchanged_build_writes_nothing(built, tmp_path):

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -70,7 +71,7 @@ def _put(folder, kind: str, number: int, data: bytes) -> None:
     """Make `data` the bundle's file of `kind` (t, r, p) at `number` and list it in the entry point with
     its own hash: a bundle consistent in itself whose content is hostile."""
     entry = _entry(folder)
-    where = {"t": (entry, "shards"), "r": (entry["records"], "files"), "p": (entry, "places")}[kind]
+    where = {"t": (entry, "shards"), "o": (entry, "postings"), "r": (entry["records"], "files"), "p": (entry, "places")}[kind]
     digests = bundle.unpack(where[0][where[1]])
     old = folder / bundle.file_name(kind, digests[number])
     old.unlink()
@@ -86,6 +87,21 @@ def _shard_of(folder, term: str):
     digests = bundle.unpack(entry["shards"])
     number = bundle.fnv1a(term_key(term)) % len(digests)
     return number, folder / bundle.file_name("t", digests[number])
+
+
+def _moved_term(folder) -> tuple[str, int, Path]:
+    """A term whose postings are in a posting shard (its key's shard names it with none): (term, the posting
+    shard's number, its path); the longest such term of the sample, so typing it finds it."""
+    from knowledge_build.browser.verify import read_shard
+
+    entry = _entry(folder)
+    moved = [term for d in bundle.unpack(entry["shards"])
+             for term, fields in read_shard((folder / bundle.file_name("t", d)).read_bytes(), entry["rows"], folder, "t").items()
+             if not any(rows for rows, _ in fields)]
+    term = max(moved, key=lambda t: (len(t), t))
+    digests = bundle.unpack(entry["postings"])
+    number = bundle.fnv1a(term) % len(digests)
+    return term, number, folder / bundle.file_name("o", digests[number])
 
 
 def _search(context, origin, query: str = QUERY, base: str | None = None):
@@ -118,6 +134,22 @@ def test_a_truncated_shard_is_refused_with_a_message_not_fewer_results(context, 
     shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
     _, status, shown = _search(context, origin)
     assert shown == [] and shard.name in status and "sha256" in status, (status, shown)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("damage", ["truncated", "without the term"])
+def test_a_damaged_posting_shard_is_refused_with_a_message(context, origin, bundle_dir, damage):
+    term, number, path = _moved_term(bundle_dir)
+    _, _, shown = _search(context, origin, term)
+    assert shown  # found through its posting shard
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+        said = [path.name, "sha256"]
+    else:  # a posting shard consistent with the entry point that lacks the term its key's shard sends there
+        _put(bundle_dir, "o", number, b"")
+        said = [f"the term {term} is not in it"]
+    _, status, shown = _search(context, origin, term)
+    assert shown == [] and all(s in status for s in said), (status, shown)
 
 
 @pytest.mark.browser
@@ -220,6 +252,20 @@ def test_the_python_mirror_refuses_a_truncated_shard(bundle_dir):
     shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
     with pytest.raises(BrokenBundle, match=f"{shard.name}.*sha256"):
         _python_search(bundle_dir)
+
+
+def test_the_python_mirror_refuses_a_damaged_posting_shard(bundle_dir):
+    from knowledge_build.errors import BrokenBundle
+
+    term, number, path = _moved_term(bundle_dir)
+    assert _python_search(bundle_dir, term)
+    _put(bundle_dir, "o", number, b"")
+    with pytest.raises(BrokenBundle, match=f"the term '{term}' is not in it"):
+        _python_search(bundle_dir, term)
+    path = bundle_dir / bundle.file_name("o", bundle.unpack(_entry(bundle_dir)["postings"])[number])
+    path.write_bytes(b"\x05")
+    with pytest.raises(BrokenBundle, match=f"{path.name}.*sha256"):
+        _python_search(bundle_dir, term)
 
 
 def test_the_python_mirror_refuses_hostile_counts(bundle_dir, tmp_path):

@@ -52,7 +52,8 @@ worker's requests too); `browser_seen` has the same sums from playwright's netwo
 
 - `first_query`: the first query's bytes (cold cache); `first_query_by_file` splits it by file
   (index and fragment chunks by folder).
-- `per_query_mean`: the mean over all queries, each cold (the first search a student makes).
+- `per_query_mean`: the mean over all queries, each cold (the first search a student makes);
+  `per_query`: each query's, in order; `session_per_query`: each query's in the session below.
 - `session_mean`: the mean per query when all queries run in order in one context (a student who
   keeps searching: the JS, WebAssembly and common index chunks are fetched once).
 - `bundle_total`, `bundle_files`: the `pagefind/` directory on disk.
@@ -400,8 +401,8 @@ def _by_kind(sent: list[tuple[str, int]], baseurl: str) -> dict[str, int]:
     return kinds
 
 
-def _search_all(browser: Browser, count: ByteCount, queries: list[str], k: int) -> tuple[list[QueryRun], int, int, dict]:
-    """Each query cold (fresh context), then all in one context; the cold runs and session bytes."""
+def _search_all(browser: Browser, count: ByteCount, queries: list[str], k: int) -> tuple[list[QueryRun], list[QueryRun], int, int, dict]:
+    """Each query cold (fresh context), then all in one context; the cold runs, the session's runs and its bytes."""
     cold = []
     for query in queries:
         requests: list = []
@@ -416,11 +417,14 @@ def _search_all(browser: Browser, count: ByteCount, queries: list[str], k: int) 
     requests = []
     with browser.page(requests) as page:
         count.take()
-        session = [browser.search(page, query, k) for query in queries]
+        session = []
+        for query in queries:  # one after another: each query's own bytes on top of what the page holds
+            session.append(browser.search(page, query, k))
+            session[-1].server_bytes = _served_pagefind_bytes(count.take(), browser.baseurl)
         session_browser = browser.pagefind_bytes(requests)
-        session_server = _served_pagefind_bytes(count.take(), browser.baseurl)
+        session_server = sum(run.server_bytes for run in session)
     differ = {q: {"fresh": a.urls, "session": b.urls} for q, a, b in zip(queries, cold, session) if a.urls != b.urls}
-    return cold, session_server, session_browser, differ
+    return cold, session, session_server, session_browser, differ
 
 
 # ---------------------------------------------------------------- the whole run
@@ -463,7 +467,7 @@ def pagefind_results(site_dir: Path, baseurl: str, queries: list[str], work: Pat
         with serve(www) as (base, count), sync_playwright() as playwright:
             browser = Browser(playwright, base, baseurl, _first_page(copy), timeout)
             try:
-                cold, session_server, session_browser, differ = _search_all(browser, count, queries, k)
+                cold, session, session_server, session_browser, differ = _search_all(browser, count, queries, k)
             finally:
                 browser.close()
     except PlaywrightError as error:
@@ -479,6 +483,8 @@ def pagefind_results(site_dir: Path, baseurl: str, queries: list[str], work: Pat
             "first_query": cold[0].server_bytes,
             "first_query_by_file": cold[0].files,
             "per_query_mean": sum(r.server_bytes for r in cold) / n,
+            "per_query": [r.server_bytes for r in cold],
+            "session_per_query": [r.server_bytes for r in session],
             "session_mean": session_server / n,
             "bundle_total": total,
             "bundle_files": files,

@@ -7,12 +7,18 @@ Files (flat in the set directory, each listed in the manifest like every other f
   knowledge-search.js, …-ui.js …   the modules and styles of static/, copied byte for byte
   knowledge-search-t<hash>.bin     term shards: each term's postings per field, in the shard the FNV-1a
                                    hash of its key (its first two characters, analysis.term_key) picks,
-                                   so a query fetches only the shards of its characters and pairs
+                                   so a query fetches only the shards of its characters and pairs; a term
+                                   whose postings take more than INLINE_BYTES is there with no postings
+                                   in any field (which no other term has), its postings being in
+  knowledge-search-o<hash>.bin     posting shards: the postings of those terms, same layout, in the shard the
+                                   FNV-1a hash of the whole term picks; fetched only for a term a query
+                                   holds, so the terms that merely share a key with it cost their names
   knowledge-search-r<hash>.json    display records (id, url, title, type, level, learns, excerpt) of
                                    consecutive rows (record_rows), fetched only for the results shown
-  knowledge-search-p<hash>.bin     per row: its place (results of one place are grouped), type, level, and on a
-                                   site with versions or languages (site/facets.py) its place in every version
-                                   (before the codes) and its version and language codes
+  knowledge-search-p<hash>.bin     per row: its place (results of one place are grouped), and on a site with
+                                   versions or languages (site/facets.py) its place in every version; then per
+                                   row its type and level (a byte: 4 bits each, 15 for none), and its version
+                                   and language codes (a byte each, 255 for none)
 The entry point lists every other file by the first DIGEST_BYTES bytes of its content's sha256 (base64 of
 the digests end to end: the entry is fetched whole on the first query, and a list of full hashes would more
 than double it); a reader checks each file against its digest before using it (README, "Search box on the
@@ -21,7 +27,9 @@ forever; the entry point's name is fixed and it changes whenever anything else d
 
 Scores are BM25 (k1 1.5, b 0.75, as the lexical channel) computed at build time per term, field and
 row, and stored as one byte (`q`, 0–255) with a per-field scale: a query sums weight × scale × q, so
-the browser needs no lengths or statistics. Shard layout (little-endian, varints are LEB128):
+the browser needs no lengths or statistics. A term keeps its MAX_POSTINGS best rows per field (by q, then
+row): on a large site a common word's list would otherwise be most of what a query fetches, and its
+lowest scores are those that decide nothing. Shard layout (little-endian, varints are LEB128):
   per term, sorted by term: varint len, term (UTF-8); then per field: varint n, n varint row deltas
   (the first from row 0), n bytes q.
 """
@@ -61,16 +69,21 @@ FIELDS = ("body", "reading", "title")
 # "The search box", has the sweep behind them.
 WEIGHTS = BOX_FIELD_WEIGHTS  # ranking/settings.py states them with the other engines' fields
 SHARD_BYTES = 1024  # the shards' mean size the count is chosen for (a query fetches one per key it holds)
-# Every file of the bundle is listed in the manifest, which a reader loads whole (at most 1 MiB): at most
-# MAX_SHARDS term shards and MAX_RECORD_FILES record files keep it near 300 KB on any site.
+# Every file of the bundle is listed in the manifest, which a reader loads whole (at most 1 MiB, about 130 bytes a
+# file): at most MAX_SHARDS term shards and as many posting shards, MAX_RECORD_FILES record files and the dense
+# channel's MAX_PIECE_SHARDS piece shards keep it under 700 KB on any site.
 MAX_SHARDS = 1024
-MAX_RECORD_FILES = 1024
+INLINE_BYTES = 256  # a term's postings above this go to a posting shard (fetched only when a query holds the term)
+MAX_POSTINGS = 2048  # rows per term and field: a term's best (no list on the reference corpus is this long)
+MAX_RECORD_FILES = 2048  # a result fetches its file whole: at 100,000 chunks, about 24 KB
 RECORD_ROWS = 4  # a query shows up to 8 results: records of 4 rows fetch little that is not shown
 
 
 def record_rows(n: int) -> int:
-    """Rows per record file: RECORD_ROWS, more on a site of over 4,096 chunks (MAX_RECORD_FILES)."""
+    """Rows per record file: RECORD_ROWS, more on a site of over 8,192 chunks (MAX_RECORD_FILES)."""
     return max(RECORD_ROWS, -(-n // MAX_RECORD_FILES))
+MAX_LEVELS = 15  # a row's type and level share a byte, 4 bits each; 15 is none
+NONE = 15
 TYPE_LABELS = {"rule": "ルール", "method": "解き方", "definition": "定義", "tip": "コツ", "example": "例題",
                "section": "解説", "table": "表"}
 
@@ -111,6 +124,9 @@ def _impacts(postings, field: str, slot: int, n_rows: int):
         df = end - start
         idf = math.log(1.0 + (n_rows - df + 0.5) / (df + 0.5))
         score = idf * tf * (K1 + 1) / (tf + norm[rows])
+        if len(rows) > MAX_POSTINGS:  # the best MAX_POSTINGS, in row order (ties: the lower row)
+            best = np.sort(np.lexsort((rows, -score))[:MAX_POSTINGS])
+            rows, score = rows[best], score[best]
         raw[keys[i][len(prefix):].decode()] = (rows, score)
         top = max(top, float(score.max()))
     scale = top / 255 if top else 1.0
@@ -164,8 +180,9 @@ def type_entries(types: list[str]) -> list[dict]:
             for t in types]
 
 
-EXTENSIONS = {"t": "bin", "r": "json", "p": "bin", "v": "bin", "c": "bin", "k": "bin"}
+EXTENSIONS = {"t": "bin", "o": "bin", "r": "json", "p": "bin", "v": "bin", "c": "bin", "k": "bin", "g": "bin"}
 DENSE_KINDS = {"v": "pieces", "c": "codes", "k": "offset"}  # the dense channel's files (dense.py), by kind
+CENTRES = ("g", "centres")  # and on a site whose codes are in clusters, the centres' file
 
 
 DIGEST_BYTES = 8  # of a file's sha256, in the entry point: 2^64 work to forge a file that passes
@@ -228,7 +245,7 @@ def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings, versio
         fields[name], scale = _impacts(postings, name, slot, n)
         scales.append(scale)
     files: dict[str, bytes] = {}
-    shard_names = _term_shards(fields, files)
+    shard_names, posting_names = _term_shards(fields, files)
     thesaurus = {fold(w): list(ts) for w, ts in sorted(thesaurus.items())}
     english = {slug.replace("-", " "): terms for slug, terms in sorted(english_terms().items())}
     dense_entry = _dense_files(chunks, fields, dense, files) if dense is not None else None
@@ -241,10 +258,15 @@ def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings, versio
         record_names.append(digest(data))
     types = [t for t in TYPES if any(c.type == t for c in chunks)]
     levels = sorted({c.level for c in chunks if c.level})
+    if len(levels) > MAX_LEVELS:
+        log.warning("the search box's level filter offers the first %d of the site's %d levels (%s); the rest "
+                    "are searched but cannot be chosen as a filter", MAX_LEVELS, len(levels), ", ".join(levels[MAX_LEVELS:]))
+        levels = levels[:MAX_LEVELS]
     first: dict[str, int] = {}
     place = np.array([row - first.setdefault(c.url, row) for row, c in enumerate(chunks)], dtype=np.int64)
-    codes = bytes(types.index(c.type) if c.type in types else 255 for c in chunks) + \
-        bytes(levels.index(c.level) if c.level in levels else 255 for c in chunks)
+    # A row's type and level in one byte: the type's number in the low 4 bits, the level's in the high, 15 for none.
+    codes = bytes((types.index(c.type) if c.type in types else NONE) | (levels.index(c.level) if c.level in levels else NONE) << 4
+                  for c in chunks)
     facets = facet_entries(chunks, versions)
     for name, values in facets.items():  # only the facets the site has: per row its code, 255 for none
         order = [v["value"] for v in values]
@@ -260,7 +282,7 @@ def bundle_files(chunks, thesaurus: dict[str, tuple[str, ...]], postings, versio
         files[name] = data
     entry = {
         "format": FORMAT, "rows": n, "fields": list(FIELDS), "weights": [WEIGHTS[f] for f in FIELDS],
-        "scales": scales, "shards": pack(shard_names), "records": {"rows": size, "files": pack(record_names)},
+        "scales": scales, "shards": pack(shard_names), **({"postings": pack(posting_names)} if posting_names else {}), "records": {"rows": size, "files": pack(record_names)},
         "places": pack([digest(rows)]),
         "types": type_entries(types),
         "romaji": romaji_table(),  # THE romaji syllable table (data/romaji.json), which the box reads romaji with
@@ -278,14 +300,9 @@ def _dense_files(chunks, fields: dict, dense, files: dict[str, bytes]) -> dict |
     """Write the dense channel's files (dense.py) into `files`; the entry point's "dense", or None when the
     site has nothing to map."""
     from .analysis import Vocabulary, query_terms
-    from .dense import MAX_ROWS as DENSE_MAX_ROWS, dense_tables
+    from .dense import dense_tables
 
     vectors, embedder, cache, progress = dense
-    if len(chunks) > DENSE_MAX_ROWS:
-        log.warning("the search box's dense channel is left out: the site has %d chunks, more than %d (every chunk's "
-                    "code would make a first query over 1 MB); the box ranks by words. The tutor's search is hybrid "
-                    "as always.", len(chunks), DENSE_MAX_ROWS)
-        return None
     rows_of: dict[str, set] = {}
     for per_term in fields.values():
         for term, (rows, _) in per_term.items():
@@ -302,13 +319,14 @@ def _dense_files(chunks, fields: dict, dense, files: dict[str, bytes]) -> dict |
     tables = dense_tables(chunks, vectors, vocabulary, pieces_of, embedder, cache, progress)
     if tables is None:
         return None
-    entry, pieces, codes, offset = tables.files()
-    for kind, parts in (("v", pieces), ("c", codes), ("k", [offset])):
+    entry, pieces, codes, offset, centres = tables.files()
+    for kind, key, parts in (*((k, v, p) for (k, v), p in zip(DENSE_KINDS.items(), (pieces, codes, [offset]))),
+                             *([(*CENTRES, [centres])] if centres else [])):
         names = []
         for data in parts:
             files[file_name(kind, digest(data))] = data
             names.append(digest(data))
-        entry[DENSE_KINDS[kind]] = pack(names)
+        entry[key] = pack(names)
     return entry
 
 
@@ -325,15 +343,16 @@ def facet_entries(chunks, versions=()) -> dict[str, list[dict]]:
     return out
 
 
-def _term_shards(fields: dict, files: dict[str, bytes]) -> list[bytes]:
-    """Write the term shards into `files`; their digests, by shard number."""
+def _term_shards(fields: dict, files: dict[str, bytes]) -> tuple[list[bytes], list[bytes]]:
+    """Write the term shards and the posting shards into `files`; the digests of each, by shard number."""
     every = sorted(set().union(*(f.keys() for f in fields.values())))
-    encoded = {}
+    encoded, moved = {}, {}
     for term in every:
         raw = term.encode("utf-8")
-        data = bytearray()
-        _put_varint(len(raw), data)
-        data += raw
+        head = bytearray()
+        _put_varint(len(raw), head)
+        head += raw
+        data = bytearray(head)
         for name in FIELDS:
             rows, q = fields[name].get(term, ((), b""))
             _put_varint(len(rows), data)
@@ -342,18 +361,28 @@ def _term_shards(fields: dict, files: dict[str, bytes]) -> list[bytes]:
                 _put_varint(row - previous, data)
                 previous = row
             data += q
+        if len(data) - len(head) > INLINE_BYTES:  # in its key's shard with no postings; they are in a posting shard
+            moved[term] = bytes(data)
+            data = head + bytes(len(FIELDS))
         encoded[term] = bytes(data)
+    terms = _shards(encoded, lambda term: term_key(term), "t", files)
+    return terms, _shards(moved, lambda term: term, "o", files) if moved else []
+
+
+def _shards(encoded: dict[str, bytes], key, kind: str, files: dict[str, bytes]) -> list[bytes]:
+    """Write `encoded` (term -> its bytes, sorted by term) into shards of `kind`, each term in the shard the
+    FNV-1a hash of key(term) picks; as many shards as keep their mean near SHARD_BYTES, at most MAX_SHARDS."""
     total = sum(len(v) for v in encoded.values())
     count = 1
     while count < MAX_SHARDS and total / count > SHARD_BYTES:
         count *= 2
     shards: list[list[bytes]] = [[] for _ in range(count)]
-    for term in every:
-        shards[fnv1a(term_key(term)) % count].append(encoded[term])
+    for term, data in encoded.items():
+        shards[fnv1a(key(term)) % count].append(data)
     names = []
     for parts in shards:
         data = b"".join(parts)
-        files[file_name("t", digest(data))] = data
+        files[file_name(kind, digest(data))] = data
         names.append(digest(data))
     return names
 

@@ -21,7 +21,14 @@ Files (bundle.py lists them in the entry point like the others):
                                  filed by the FNV-1a of the whole term
   knowledge-search-k<hash>.bin   float32 × DIMS offset, then float32 × DIMS each axis's spread
   knowledge-search-c<hash>.bin   CODE_ROWS consecutive rows' codes (the last file fewer): per row DIMS / 4 bytes,
-                                 axis 4j + i in bits 2i..2i+1 of byte j, the level's number (0..3, LEVELS)
+                                 axis 4j + i in bits 2i..2i+1 of byte j, the level's number (0..3, LEVELS);
+                                 on a site of more than MAX_ROWS chunks, one file per cluster (below): varint n, n
+                                 varint row deltas (the first from row 0), then the n rows' codes
+  knowledge-search-g<hash>.bin   on a site of more than MAX_ROWS chunks: every cluster's centre as a code, in the
+                                 order of the cluster files
+On a site of more than MAX_ROWS chunks the codes are in clusters (k-means over the codes, CLUSTER_ROWS rows each
+on average): a query scores the centres as it scores rows, and reads the rows of its `probe` best clusters only,
+so a first query reads about 8 KB of centres and `probe` files of about 12 KB instead of every chunk's code.
 All little-endian. A query's dense score of a row is Σ_axis LEVELS[code] × spread × (Σ weight × row / Σ weight −
 offset)[axis], summed a byte (four axes) at a time in order.
 """
@@ -46,10 +53,14 @@ MAX_TRAINING_TEXTS = 16_384
 SENTENCES = 3  # first sentences of each chunk's content among the map's training texts
 LEVELS = (-1.510, -0.4528, 0.4528, 1.510)  # Lloyd-Max levels of a unit normal at 2 bits (thresholds 0, ±0.9816)
 THRESHOLD = 0.9816
-# A first query reads every chunk's code (32 bytes): above this many chunks (512 KB of codes) the build leaves the
-# dense channel out and says so, and the box ranks by words (a site that large needs codes in parts, not built yet).
+# A first query reads every chunk's code (32 bytes) up to this many chunks (512 KB of codes); above, the codes are in
+# clusters, of which a query reads its PROBE best.
 MAX_ROWS = 16_384
 CODE_ROWS = 512  # rows per code file (16 KB at 128 axes)
+CLUSTER_ROWS = 384  # rows per cluster on average, above MAX_ROWS (a cluster's file: about 13 KB)
+PROBE = 8  # clusters a query reads (about 100 KB)
+MAX_CLUSTERS = 1024  # cluster files at most (the manifest lists each)
+KMEANS_ROUNDS = 8
 PIECE_SHARD_BYTES = 1024  # a piece shard's mean size (a query fetches one per piece it holds), at most MAX_PIECE_SHARDS
 MAX_PIECE_SHARDS = 1024
 MAX_DIMS = 1024
@@ -66,8 +77,9 @@ class DenseTables:
     spread: np.ndarray  # (dims,) float32
     codes: np.ndarray  # (rows, dims) uint8 level numbers, 0..3
 
-    def files(self) -> tuple[dict, list[bytes], list[bytes], bytes]:
-        """(entry's "dense" without digests, piece shard bytes, code file bytes, the offset file's bytes)."""
+    def files(self) -> tuple[dict, list[bytes], list[bytes], bytes, bytes | None]:
+        """(entry's "dense" without digests, piece shard bytes, code file bytes, the offset file's bytes, the
+        centres' file's bytes or None when every row's code is read)."""
         from ..ranking.settings import SearchSettings
 
         encoded = {}
@@ -84,16 +96,63 @@ class DenseTables:
         shards: list[list[bytes]] = [[] for _ in range(count)]
         for term in sorted(encoded):
             shards[fnv1a(term) % count].append(encoded[term])
-        packed = np.zeros((len(self.codes), self.dims // 4), np.uint8)
-        for i in range(4):
-            packed |= (self.codes[:, i::4] << (2 * i)).astype(np.uint8)
-        codes = [packed[start:start + CODE_ROWS].tobytes() for start in range(0, len(packed), CODE_ROWS)]
+        packed = _packed(self.codes)
         settings = SearchSettings()  # the CLI's fusion: its depth and channel weights
         entry = {"dims": self.dims, "levels": list(LEVELS), "candidates": settings.candidates,
                  "fusion": settings.fusion, "rrf_k": settings.rrf_k,
                  "weights": {k: settings.channel_weights[k] for k in ("lexical", "dense")}, "rows": CODE_ROWS}
         offset = self.offset.astype("<f4").tobytes() + self.spread.astype("<f4").tobytes()
-        return entry, [b"".join(s) for s in shards], codes, offset
+        if len(self.codes) <= MAX_ROWS:
+            codes = [packed[start:start + CODE_ROWS].tobytes() for start in range(0, len(packed), CODE_ROWS)]
+            return entry, [b"".join(s) for s in shards], codes, offset, None
+        centres, members = clusters(self.codes, min(MAX_CLUSTERS, -(-len(self.codes) // CLUSTER_ROWS)))
+        codes = []
+        for rows in members:
+            data = bytearray()
+            put_varint(len(rows), data)
+            previous = 0
+            for row in rows:
+                put_varint(int(row) - previous, data)
+                previous = int(row)
+            codes.append(bytes(data) + packed[rows].tobytes())
+        entry["probe"] = min(PROBE, len(members))
+        return entry, [b"".join(s) for s in shards], codes, offset, _packed(centres).tobytes()
+
+
+def _packed(codes: np.ndarray) -> np.ndarray:
+    """Level numbers (rows, dims) four to a byte: axis 4j + i in bits 2i..2i+1 of byte j."""
+    packed = np.zeros((len(codes), codes.shape[1] // 4), np.uint8)
+    for i in range(4):
+        packed |= (codes[:, i::4] << (2 * i)).astype(np.uint8)
+    return packed
+
+
+def clusters(codes: np.ndarray, count: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(the centres' codes, each cluster's rows in order) of k-means over the rows' codes: KMEANS_ROUNDS rounds from
+    `count` rows spread evenly, a row to the nearest centre (the first of equals) in the levels' values times two
+    (odd integers, so every distance is exact whatever BLAS does), a centre the mean of its rows (kept when it has
+    none); a centre's code is the mean of its rows' levels, each axis over its spread among the centres, quantised
+    as a row's. Clusters left with no row are dropped."""
+    values = (2 * codes.astype(np.float64) - 3)  # 0..3 -> -3, -1, 1, 3: LEVELS' order and signs
+    centres = values[np.linspace(0, len(values) - 1, count).astype(np.int64)]
+    for _ in range(KMEANS_ROUNDS + 1):
+        scaled = np.rint(centres * 64)  # integers: exact products
+        near = np.empty(len(values), np.int64)
+        for start in range(0, len(values), 8192):
+            part = values[start:start + 8192]
+            distance = (scaled * scaled).sum(axis=1)[None, :] / 64 - 2 * (part @ scaled.T)
+            near[start:start + 8192] = distance.argmin(axis=1)
+        sums = np.zeros_like(centres)
+        np.add.at(sums, near, values)
+        sizes = np.bincount(near, minlength=count)
+        centres = np.where(sizes[:, None] > 0, sums / np.maximum(sizes, 1)[:, None], centres)
+    kept = np.flatnonzero(sizes)
+    members = [np.flatnonzero(near == c) for c in kept]  # rows in order
+    means = np.zeros((count, codes.shape[1]))
+    np.add.at(means, near, np.asarray(LEVELS)[codes])  # the rows' own levels, not their ranks
+    means = means[kept] / sizes[kept, None]
+    z = means / np.maximum(means.std(axis=0), 1e-12)  # each axis at its spread over the centres, as the rows'
+    return np.where(z < 0, np.where(z < -THRESHOLD, 0, 1), np.where(z > THRESHOLD, 3, 2)).astype(np.uint8), members
 
 
 def _int8(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

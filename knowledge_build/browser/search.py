@@ -14,7 +14,7 @@ from ..ranking.fusion import dbsf, rrf
 from .analysis import fold, query_terms, term_key
 from .binary import fnv1a
 from .bundle import ENTRY, FIELDS, file_name, safe_link
-from .verify import (FACET_KEYS, check_entry, checked, read_codes, read_offset, read_pieces, read_places,
+from .verify import (FACET_KEYS, check_entry, checked, read_cluster, read_codes, read_offset, read_pieces, read_places,
                      read_records, read_shard)
 
 log = logging.getLogger("knowledge_build.browser")
@@ -75,6 +75,7 @@ class BrowserIndex:
             raise BrokenBundle(self.dir, ENTRY, "it is not JSON") from None
         self.digests = check_entry(self.entry, self.dir)
         self._shards: dict[int, dict] = {}
+        self._postings: dict[int, dict] = {}
         name = file_name("p", self.digests["p"][0])
         data = self._read("p", 0)
         present = [key for key in FACET_KEYS if key in self.entry]
@@ -99,6 +100,22 @@ class BrowserIndex:
             name = file_name("t", self.digests["t"][number])
             self._shards[number] = read_shard(self._read("t", number), self.entry["rows"], self.dir, name)
         return self._shards[number]
+
+    def postings(self, term: str) -> list[tuple[list[int], bytes]]:
+        """A vocabulary term's (rows, q) per field: from its key's shard, or, when it is there with no postings in
+        any field, from its posting shard (bundle.py)."""
+        found = self._shard(fnv1a(term_key(term)) % len(self.digests["t"]))[term]
+        if any(rows for rows, _ in found):
+            return found
+        if not self.digests["o"]:
+            raise BrokenBundle(self.dir, ENTRY, f"the term {term!r} has its postings in a posting shard, but it lists none")
+        number = fnv1a(term) % len(self.digests["o"])
+        name = file_name("o", self.digests["o"][number])
+        if number not in self._postings:
+            self._postings[number] = read_shard(self._read("o", number), self.entry["rows"], self.dir, name)
+        if term not in self._postings[number]:
+            raise BrokenBundle(self.dir, name, f"the term {term!r} is not in it")
+        return self._postings[number][term]
 
     def lookup(self, key: str) -> list[str]:
         """The vocabulary's terms filed under `key` (analysis.term_key)."""
@@ -152,16 +169,30 @@ class BrowserIndex:
                     value += levels[(byte >> (2 * i)) & 3] * query[4 * j + i]
                 table.append(value)
             tables.append(table)
-        size, scores = dense["rows"], {}
+        width = dims // 4
+
+        def score(codes: bytes, r: int) -> float:
+            value = 0.0
+            for j, byte in enumerate(codes[r * width:(r + 1) * width]):
+                value += tables[j][byte]
+            return value
+
+        scores = {}
+        if "probe" in dense:  # the codes in clusters: the rows of the query's `probe` best clusters
+            clusters = len(self.digests["c"])
+            centres = self._dense_file("g", 0, lambda data, name: read_codes(data, clusters, dims, self.dir, name))
+            best = sorted(range(clusters), key=lambda c: (-score(centres, c), c))[:dense["probe"]]
+            for number in sorted(best):
+                rows, codes = self._dense_file("c", number, lambda data, name: read_cluster(data, n, dims, self.dir, name))
+                for r, row in enumerate(rows):
+                    scores[row] = score(codes, r)
+            return scores
+        size = dense["rows"]
         for number in range(len(self.digests["c"])):
             count = min(size, n - number * size)
             codes = self._dense_file("c", number, lambda data, name: read_codes(data, count, dims, self.dir, name))
-            width = dims // 4
             for r in range(count):
-                value = 0.0
-                for j, byte in enumerate(codes[r * width:(r + 1) * width]):
-                    value += tables[j][byte]
-                scores[number * size + r] = value
+                scores[number * size + r] = score(codes, r)
         return scores
 
     def terms(self, query: str) -> tuple[list[str], list[str]]:
@@ -179,8 +210,7 @@ class BrowserIndex:
             unit = weight * scale
             field = FIELDS[slot]
             for term in (reading if field == "reading" else body + reading if field == "title" else body):
-                found = self._shard(fnv1a(term_key(term)) % len(self.digests["t"]))[term]
-                rows, q = found[slot]
+                rows, q = self.postings(term)[slot]
                 for row, value in zip(rows, q):
                     scores[row] = scores.get(row, 0.0) + unit * value
         return scores

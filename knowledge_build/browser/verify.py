@@ -13,9 +13,9 @@ import struct
 from pathlib import Path
 
 from ..errors import BrokenBundle
-from .bundle import DENSE_KINDS, ENTRY, FIELDS, FORMAT, MAX_RECORD_FILES, MAX_SHARDS, digest, unpack
+from .bundle import CENTRES, DENSE_KINDS, ENTRY, FIELDS, FORMAT, MAX_LEVELS, MAX_RECORD_FILES, MAX_SHARDS, digest, unpack
 from ..ranking.settings import FUSIONS
-from .dense import MAX_DIMS, MAX_PIECE_SHARDS
+from .dense import MAX_CLUSTERS, MAX_DIMS, MAX_PIECE_SHARDS
 
 MAX_ROWS = 1 << 24  # rows of one bundle: far more than any site's chunks, few enough for a browser tab
 RECORD_FIELDS = 7  # id, url, title, type, level, learns, excerpt
@@ -65,7 +65,7 @@ def check_entry(entry, where: Path) -> dict[str, list[bytes]]:
     if not (isinstance(types, list) and len(types) < 255 and all(
             isinstance(t, dict) and isinstance(t.get("value"), str) and isinstance(t.get("label"), str)
             and _is_number(t.get("weight")) and _is_number(t.get("named")) and _strings(t.get("words")) for t in types)
-            and isinstance(levels, list) and len(levels) < 255 and all(
+            and len(types) <= MAX_LEVELS and isinstance(levels, list) and len(levels) <= MAX_LEVELS and all(
             isinstance(v, dict) and isinstance(v.get("value"), str) and isinstance(v.get("label"), str) for v in levels)):
         raise broken("types or levels are not lists of values and labels")
     for key in FACET_KEYS:  # only on a site with versions or languages (site/facets.py)
@@ -82,9 +82,11 @@ def check_entry(entry, where: Path) -> dict[str, list[bytes]]:
         raise broken("romaji is not a syllable table")
     try:
         digests = {"t": unpack(entry.get("shards")), "r": unpack(records.get("files")) if rows else [],
-                   "p": unpack(entry.get("places"))}
+                   "p": unpack(entry.get("places")), "o": unpack(entry["postings"]) if "postings" in entry else []}
     except ValueError as error:
         raise broken(f"its digests are unreadable: {error}") from None
+    if len(digests["o"]) > MAX_SHARDS:
+        raise broken(f"it lists {len(digests['o'])} posting shards, more than {MAX_SHARDS}")
     if not 1 <= len(digests["t"]) <= MAX_SHARDS or len(digests["p"]) != 1 \
             or len(digests["r"]) != -(-rows // records["rows"]) or len(digests["r"]) > MAX_RECORD_FILES:
         raise broken(f"it lists {len(digests['t'])} term shards, {len(digests['r'])} record files and "
@@ -107,8 +109,18 @@ def _dense_digests(dense, rows: int, broken) -> dict[str, list[bytes]]:
         found = {kind: unpack(dense.get(key)) for kind, key in DENSE_KINDS.items()}
     except ValueError as error:
         raise broken(f"its dense digests are unreadable: {error}") from None
-    if not (1 <= len(found["v"]) <= MAX_PIECE_SHARDS and len(found["c"]) == -(-rows // dense["rows"])
-            and len(found["k"]) == 1):
+    clustered = "probe" in dense  # the codes in clusters (dense.py): a centres' file, and a file per cluster
+    if clustered:
+        try:
+            found[CENTRES[0]] = unpack(dense.get(CENTRES[1]))
+        except ValueError as error:
+            raise broken(f"its dense digests are unreadable: {error}") from None
+        if not (_is_count(dense["probe"], MAX_CLUSTERS) and 1 <= dense["probe"] <= len(found["c"]) <= MAX_CLUSTERS
+                and len(found[CENTRES[0]]) == 1):
+            raise broken(f"it lists {len(found['c'])} clusters, {len(found[CENTRES[0]])} centres' files and probes "
+                         f"{dense['probe']!r} of them")
+    if not (1 <= len(found["v"]) <= MAX_PIECE_SHARDS and len(found["k"]) == 1
+            and (clustered or len(found["c"]) == -(-rows // dense["rows"]))):
         raise broken(f"it lists {len(found['v'])} piece shards, {len(found['c'])} code files and {len(found['k'])} "
                      f"offset files for {rows} rows")
     return found
@@ -186,15 +198,18 @@ def read_places(data: bytes, rows: int, where: Path, name: str, facets: int = 0,
     """(place, type codes, level codes, the codes of each of `facets` facets, the place in every version when
     `every_version`, else []) per row; the file must hold exactly `rows` of each."""
     reader = Reader(data, where, name)
-    if 3 * rows > len(data):
-        raise reader.broken(f"rows {rows} need at least {3 * rows} bytes, the file has {len(data)}")
+    if 2 * rows > len(data):
+        raise reader.broken(f"rows {rows} need at least {2 * rows} bytes, the file has {len(data)}")
     place = _places(reader, rows)
     across = _places(reader, rows) if every_version else []
-    columns = 2 + facets
+    columns = 1 + facets
     if reader.left != columns * rows:
         raise reader.broken(f"{reader.left} bytes follow the places, not the {columns * rows} of {rows} rows' codes")
     codes = [data[reader.at + i * rows:reader.at + (i + 1) * rows] for i in range(columns)]
-    return place, codes[0], codes[1], codes[2:], across
+    # type and level share a byte (4 bits each, 15 for none): as two columns of codes, 255 for none
+    types = bytes(255 if b & 15 == 15 else b & 15 for b in codes[0])
+    levels = bytes(255 if b >> 4 == 15 else b >> 4 for b in codes[0])
+    return place, types, levels, codes[1:], across
 
 
 def _places(reader: Reader, rows: int) -> list[int]:
@@ -247,6 +262,23 @@ def read_offset(data: bytes, dims: int, where: Path, name: str) -> tuple[list[fl
     if len(data) != 8 * dims:
         raise reader.broken(f"it has {len(data)} bytes, not the {8 * dims} of an offset and spreads of {dims} axes")
     return _floats(reader, dims, "the offset"), _floats(reader, dims, "a spread")
+
+
+def read_cluster(data: bytes, rows: int, dims: int, where: Path, name: str) -> tuple[list[int], bytes]:
+    """(its rows, their codes) of one cluster's file (dense.py): varint n, n varint row deltas, n codes."""
+    reader = Reader(data, where, name)
+    n = reader.varint()
+    if n > reader.left:  # each row takes a byte of delta at least
+        raise reader.broken(f"it declares {n} rows, more than the {reader.left} bytes left hold")
+    found, row = [], 0
+    for _ in range(n):
+        row += reader.varint()
+        if row >= rows:
+            raise reader.broken(f"a cluster names row {row} of {rows}")
+        found.append(row)
+    if reader.left != n * dims // 4:
+        raise reader.broken(f"{reader.left} bytes follow its rows, not the {n * dims // 4} of {n} codes")
+    return found, reader.take(reader.left)
 
 
 def read_codes(data: bytes, count: int, dims: int, where: Path, name: str) -> bytes:

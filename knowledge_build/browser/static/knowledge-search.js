@@ -137,9 +137,9 @@ function fnv1a(text) {
 // Each file is checked against the digest the entry point lists (the first 8 bytes of its sha256), and each
 // count against the bytes that hold it, before use: browser/verify.py's checks, rule for rule.
 export const FORMAT = "knowledge-search/2";
-const ENTRY = "knowledge-search.json", FIELDS = ["body", "reading", "title"], NAMES = { t: "bin", r: "json", p: "bin", v: "bin", c: "bin", k: "bin" };
+const ENTRY = "knowledge-search.json", FIELDS = ["body", "reading", "title"], NAMES = { t: "bin", o: "bin", r: "json", p: "bin", v: "bin", c: "bin", k: "bin", g: "bin" };
 const DENSE_KINDS = { v: "pieces", c: "codes", k: "offset" };  // the dense channel's files (browser/dense.py)
-const MAX_ROWS = 2 ** 24, MAX_FILES = 1024;
+const MAX_ROWS = 2 ** 24, MAX_FILES = 1024, MAX_RECORD_FILES = 2048;  // browser/bundle.py's MAX_SHARDS, MAX_RECORD_FILES
 export const MAX_QUERY = 2000;  // characters, as the CLI and MCP
 const broken = (name, detail) => new Error(`knowledge-search: ${name} is broken (${detail}); the site's search `
   + "files were changed or partly copied: build the index again and deploy it");
@@ -209,7 +209,7 @@ function readShard(data, rows, name) {
 const FACET_KEYS = ["versions", "languages"];
 
 function readPlaces(data, rows, name, facets = []) {
-  if (3 * rows > data.length) throw broken(name, `rows ${rows} need at least ${3 * rows} bytes, the file has ${data.length}`);
+  if (2 * rows > data.length) throw broken(name, `rows ${rows} need at least ${2 * rows} bytes, the file has ${data.length}`);
   const read = reader(data, name);
   const places = () => Array.from({ length: rows }, (_, row) => {
     const delta = read.varint();
@@ -217,10 +217,12 @@ function readPlaces(data, rows, name, facets = []) {
     return row - delta;
   });
   const place = places(), across = facets.includes("versions") ? places() : null;  // across: the place in every version
-  const columns = 2 + facets.length;
+  const columns = 1 + facets.length;
   if (read.left() !== columns * rows) throw broken(name, `${read.left()} bytes follow the places, not the ${columns * rows} of ${rows} rows' codes`);
   const codes = (i) => data.subarray(read.at + i * rows, read.at + (i + 1) * rows);
-  return { place, across, types: codes(0), levels: codes(1), facets: Object.fromEntries(facets.map((key, i) => [key, codes(2 + i)])) };
+  const both = codes(0);  // type and level share a byte (4 bits each, 15 for none): as codes, 255 for none
+  const types = both.map((b) => ((b & 15) === 15 ? 255 : b & 15)), levels = both.map((b) => (b >> 4 === 15 ? 255 : b >> 4));
+  return { place, across, types, levels, facets: Object.fromEntries(facets.map((key, i) => [key, codes(1 + i)])) };
 }
 
 // Which version and language a query is answered from when it names none (ranking/facets.py, stated there):
@@ -267,8 +269,8 @@ function checkEntry(entry) {
   }
   if (!isTable(records) || !isCount(records.rows, MAX_ROWS) || records.rows < 1) fail("records.rows is not a count from 1");
   const labelled = (v) => isTable(v) && isText(v.value) && isText(v.label);
-  if (!Array.isArray(types) || types.length >= 255 || !types.every((t) => labelled(t) && isNumber(t.weight) && isNumber(t.named) && strings(t.words))
-      || !Array.isArray(levels) || levels.length >= 255 || !levels.every(labelled)) {
+  if (!Array.isArray(types) || types.length > 15 || !types.every((t) => labelled(t) && isNumber(t.weight) && isNumber(t.named) && strings(t.words))
+      || !Array.isArray(levels) || levels.length > 15 || !levels.every(labelled)) {  // 15: browser/bundle.py MAX_LEVELS
     fail("types or levels are not lists of values and labels");
   }
   if (!FACET_KEYS.every((key) => entry[key] === undefined || (Array.isArray(entry[key]) && entry[key].length < 255 && entry[key].every(labelled)))) {
@@ -282,9 +284,11 @@ function checkEntry(entry) {
       || [...r.small].length !== 5 || !texts(r.rows) || !texts(r.contracted)) fail("romaji is not a syllable table");
   let d;
   try {
-    d = { t: unpack(entry.shards), r: rows ? unpack(records.files) : [], p: unpack(entry.places) };
+    d = { t: unpack(entry.shards), r: rows ? unpack(records.files) : [], p: unpack(entry.places),
+          o: entry.postings === undefined ? [] : unpack(entry.postings) };
   } catch (error) { fail(`its digests are unreadable: ${error.message}`); }
-  if (d.t.length < 1 || d.t.length > MAX_FILES || d.p.length !== 1 || d.r.length !== Math.ceil(rows / records.rows) || d.r.length > MAX_FILES) {
+  if (d.o.length > MAX_FILES) fail(`it lists ${d.o.length} posting shards, more than ${MAX_FILES}`);
+  if (d.t.length < 1 || d.t.length > MAX_FILES || d.p.length !== 1 || d.r.length !== Math.ceil(rows / records.rows) || d.r.length > MAX_RECORD_FILES) {
     fail(`it lists ${d.t.length} term shards, ${d.r.length} record files and ${d.p.length} places files for ${rows} rows`);
   }
   if (entry.dense !== undefined) {  // the dense channel: on unless the site's owner turned it off
@@ -294,10 +298,15 @@ function checkEntry(entry) {
         || !["dbsf", "rrf"].includes(x.fusion) || !isCount(x.rrf_k, MAX_ROWS) || !isTable(x.weights) || JSON.stringify(Object.keys(x.weights).sort()) !== '["dense","lexical"]' || !Object.values(x.weights).every(isNumber)) {
       fail("dense is not a table of dims, levels, rows, fusion, candidates and weights");
     }
+    const clustered = x.probe !== undefined;  // the codes in clusters (browser/dense.py)
     try {
       for (const [kind, key] of Object.entries(DENSE_KINDS)) d[kind] = unpack(x[key]);
+      if (clustered) d.g = unpack(x.centres);
     } catch (error) { fail(`its dense digests are unreadable: ${error.message}`); }
-    if (d.v.length < 1 || d.v.length > MAX_FILES || d.c.length !== Math.ceil(rows / x.rows) || d.k.length !== 1) {
+    if (clustered && !(isCount(x.probe, MAX_FILES) && x.probe >= 1 && x.probe <= d.c.length && d.c.length <= MAX_FILES && d.g.length === 1)) {
+      fail(`it lists ${d.c.length} clusters, ${d.g.length} centres' files and probes ${x.probe} of them`);
+    }
+    if (d.v.length < 1 || d.v.length > MAX_FILES || (!clustered && d.c.length !== Math.ceil(rows / x.rows)) || d.k.length !== 1) {
       fail(`it lists ${d.v.length} piece shards, ${d.c.length} code files and ${d.k.length} offset files for ${rows} rows`);
     }
   }
@@ -391,6 +400,20 @@ function readOffset(data, dims, name) {
   return [floats.slice(0, dims), floats.slice(dims)];
 }
 
+// (its rows, their codes) of one cluster's file (browser/verify.py read_cluster).
+function readCluster(data, rows, dims, name) {
+  const read = reader(data, name), n = read.varint();
+  if (n > read.left()) throw broken(name, `it declares ${n} rows, more than the ${read.left()} bytes left hold`);
+  const found = new Array(n);
+  for (let i = 0, row = 0; i < n; i++) {
+    row += read.varint();
+    if (row >= rows) throw broken(name, `a cluster names row ${row} of ${rows}`);
+    found[i] = row;
+  }
+  if (read.left() !== n * dims / 4) throw broken(name, `${read.left()} bytes follow its rows, not the ${n * dims / 4} of ${n} codes`);
+  return [found, read.take(read.left())];
+}
+
 function readCodes(data, count, dims, name) {
   if (data.length !== count * dims / 4) throw broken(name, `it has ${data.length} bytes, not the ${count * dims / 4} of ${count} codes`);
   return data;
@@ -432,12 +455,21 @@ export async function open(base) {
     await Promise.all([...new Set(keys.map(shardOf))].map(async (n) => loaded.set(n, await shard(n))));
     const lookup = (key) => [...loaded.get(shardOf(key)).keys()].filter((t) => termKey(t) === key);
     const [body, reading] = queryTerms(query, entry.thesaurus, entry.english, entry.romaji, lookup);
+    // A term in its key's shard with no postings in any field has them in a posting shard (browser/bundle.py).
+    const postings = new Map(await Promise.all([...new Set(body.concat(reading))].map(async (term) => {
+      const here = loaded.get(shardOf(termKey(term))).get(term);
+      if (here.some(([rows]) => rows.length)) return [term, here];
+      if (!digests.o.length) throw broken(ENTRY, `the term ${term} has its postings in a posting shard, but it lists none`);
+      const shard = await load("o", fnv1a(term) % digests.o.length, (data, name) => Object.assign(readShard(data, entry.rows, name), { name }));
+      if (!shard.has(term)) throw broken(shard.name, `the term ${term} is not in it`);
+      return [term, shard.get(term)];
+    })));
     const found = new Map();
     entry.fields.forEach((field, slot) => {
       const unit = entry.weights[slot] * entry.scales[slot];
       const terms = field === "reading" ? reading : field === "title" ? body.concat(reading) : body;
       for (const term of terms) {
-        const [rows, q] = loaded.get(shardOf(termKey(term))).get(term)[slot];
+        const [rows, q] = postings.get(term)[slot];
         for (let i = 0; i < rows.length; i++) found.set(rows[i], (found.get(rows[i]) || 0) + unit * q[i]);
       }
     });
@@ -460,21 +492,31 @@ export async function open(base) {
         if (found) { total += found[0]; vector = vector.map((v, a) => v + found[0] * found[1][a]); }
       });
       if (!total) return new Map();
+      const clustered = x.probe !== undefined;  // the codes in clusters: the rows of the query's probe best clusters
       const [[offset, spread], codes] = await Promise.all([load("k", 0, (data, name) => readOffset(data, dims, name)),
-        Promise.all(digests.c.map((_, n) => load("c", n, (data, name) => readCodes(data, Math.min(x.rows, entry.rows - n * x.rows), dims, name))))]);
+        clustered ? load("g", 0, (data, name) => readCodes(data, digests.c.length, dims, name))
+          : Promise.all(digests.c.map((_, n) => load("c", n, (data, name) => readCodes(data, Math.min(x.rows, entry.rows - n * x.rows), dims, name))))]);
       const query = vector.map((v, a) => (v / total - offset[a]) * spread[a]);
       const tables = Array.from({ length: width }, (_, j) => Float64Array.from({ length: 256 }, (_, byte) => {
         let value = 0;
         for (let i = 0; i < 4; i++) value += x.levels[(byte >> (2 * i)) & 3] * query[4 * j + i];
         return value;
       }));
+      const score = (data, r) => {
+        let value = 0;
+        for (let j = 0; j < width; j++) value += tables[j][data[r * width + j]];
+        return value;
+      };
       const out = new Map();
+      if (clustered) {
+        const best = digests.c.map((_, c) => [c, score(codes, c)]).sort((a, b) => b[1] - a[1] || a[0] - b[0])
+          .slice(0, x.probe).map(([c]) => c).sort((a, b) => a - b);
+        const held = await Promise.all(best.map((n) => load("c", n, (data, name) => readCluster(data, entry.rows, dims, name))));
+        for (const [rows, data] of held) rows.forEach((row, r) => out.set(row, score(data, r)));
+        return out;
+      }
       codes.forEach((data, n) => {
-        for (let r = 0; r * width < data.length; r++) {
-          let value = 0;
-          for (let j = 0; j < width; j++) value += tables[j][data[r * width + j]];
-          out.set(n * x.rows + r, value);
-        }
+        for (let r = 0; r * width < data.length; r++) out.set(n * x.rows + r, score(data, r));
       });
       return out;
     } catch (error) {
