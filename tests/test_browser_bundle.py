@@ -387,6 +387,11 @@ def test_a_large_site_keeps_the_bundle_to_a_bounded_number_of_files():
     script = (Path(bundle.__file__).parent / "static" / "knowledge-search.js").read_text(encoding="utf-8")
     limits = dict(re.findall(r"\b(MAX_FILES|MAX_RECORD_FILES) = (\d+)", script))
     assert limits == {"MAX_FILES": str(bundle.MAX_SHARDS), "MAX_RECORD_FILES": str(bundle.MAX_RECORD_FILES)}
+    from knowledge_build.browser import dense
+
+    # the numbers README's "What the box searches" and "Meaning in the box" state
+    assert (bundle.MAX_POSTINGS, bundle.MAX_RECORD_FILES, bundle.MAX_SHARDS) == (2048, 2048, 1024)
+    assert (dense.MAX_ROWS, dense.CLUSTER_ROWS, dense.PROBE, dense.MAX_CLUSTERS) == (16_384, 384, 8, bundle.MAX_SHARDS)
 
 
 def test_a_term_keeps_its_best_postings_per_field_and_long_lists_leave_its_keys_shard(monkeypatch):

@@ -60,7 +60,7 @@ from .analysis import MIN_READING, analyze_document, fold, term_key
 from .binary import fnv1a, put_varint as _put_varint  # noqa: F401  (bundle.fnv1a, bundle._put_varint: the tests')
 
 log = logging.getLogger("knowledge_build.build")
-FORMAT = "knowledge-search/2"  # 2: files listed by 8-byte sha256 digests, packed
+FORMAT = "knowledge-search/3"  # 2: files listed by 8-byte sha256 digests, packed; 3: posting shards, type and level in a byte
 PREFIX = "knowledge-search"
 ENTRY = f"{PREFIX}.json"
 FIELDS = ("body", "reading", "title")

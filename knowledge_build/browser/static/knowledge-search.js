@@ -136,7 +136,7 @@ function fnv1a(text) {
 
 // Each file is checked against the digest the entry point lists (the first 8 bytes of its sha256), and each
 // count against the bytes that hold it, before use: browser/verify.py's checks, rule for rule.
-export const FORMAT = "knowledge-search/2";
+export const FORMAT = "knowledge-search/3";
 const ENTRY = "knowledge-search.json", FIELDS = ["body", "reading", "title"], NAMES = { t: "bin", o: "bin", r: "json", p: "bin", v: "bin", c: "bin", k: "bin", g: "bin" };
 const DENSE_KINDS = { v: "pieces", c: "codes", k: "offset" };  // the dense channel's files (browser/dense.py)
 const MAX_ROWS = 2 ** 24, MAX_FILES = 1024, MAX_RECORD_FILES = 2048;  // browser/bundle.py's MAX_SHARDS, MAX_RECORD_FILES
