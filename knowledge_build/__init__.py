@@ -23,12 +23,13 @@ _EXPORTS = {
     "ArtifactError": "errors", "BuildFailed": "errors", "ChecksumMismatch": "errors", "ChunkNotFound": "errors",
     "ConfigError": "errors", "CountMismatch": "errors", "DimensionMismatch": "errors",
     "EmbedderMismatch": "errors", "InputTooLarge": "errors", "KnowledgeBuildError": "errors",
-    "QueryTooLong": "errors", "SiteNotFound": "errors", "UnknownFilterValue": "errors",
+    "PageNotFound": "errors", "QueryTooLong": "errors", "SiteNotFound": "errors", "UnknownFilterValue": "errors",
     "BuildResult": "pipeline", "Extraction": "pipeline", "build": "pipeline", "extract": "pipeline",
     "SearchSettings": "ranking.settings",
     "KnowledgeIndex": "search.knowledge_index", "SearchResult": "search.ranker",
     "CircuitBreaker": "serve.service", "SearchService": "serve.service", "open_search": "serve.service",
     "NoteStore": "store.notes",
+    "LearningPath": "teaching",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

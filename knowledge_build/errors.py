@@ -269,6 +269,14 @@ class ChunkNotFound(KnowledgeBuildError):
         )
 
 
+class PageNotFound(KnowledgeBuildError):
+    def __init__(self, name):
+        super().__init__(
+            f"no page or chunk '{name}' in the set. Fix: give a page's name (its file name without .html, as "
+            "'knowledge-build outline' lists them) or a chunk id 'material#anchor'."
+        )
+
+
 class InputTooLarge(KnowledgeBuildError):
     """A query, note or document is over a documented limit; nothing was searched or stored."""
 

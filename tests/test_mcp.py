@@ -13,7 +13,8 @@ from mcp import Client, StdioServerParameters
 
 pytestmark = pytest.mark.model
 TOOLS = {"search_knowledge", "get_chunk_by_id", "list_concepts", "save_knowledge", "delete_knowledge",
-         "knowledge_import", "knowledge_query", "crawl_site", "add_page", "source_status", "delete_source"}
+         "knowledge_import", "knowledge_query", "crawl_site", "add_page", "source_status", "delete_source",
+         "outline", "learning_path"}
 
 
 def _stdio(index_dir, notes, *extra):
@@ -37,6 +38,16 @@ def test_stdio_tools_answer_and_fail_with_exact_messages(real_index_dir, tmp_pat
             assert {t.name for t in tools} == TOOLS
             assert all(t.description and "properties" in t.input_schema for t in tools)
             assert all(t.input_schema["properties"] for t in tools if t.name != "source_status")  # takes none
+            error, outline = await _call(client, "outline", material="二次方程式")
+            page = outline["pages"][0]
+            assert not error and page["url"] == "/math-note/junior/二次方程式.html" and page["items"]
+            boxes = [i for item in page["items"] for i in [item, *item.get("items", [])] if i["type"] == "rule"]
+            assert any(b["id"] == "二次方程式#rule-quadratic-formula" for b in boxes)
+            error, path = await _call(client, "learning_path", id="二次方程式#rule-quadratic-formula")
+            assert [p["material"] for p in path["before"]] == ["因数分解", "平方根"]
+            assert [p["material"] for p in path["after"]] == ["二次関数"] and path["cycles"] == []
+            error, path = await _call(client, "learning_path", query="二次方程式を公式で解きたい")
+            assert path["found_by"]["id"].startswith("二次方程式#") and path["page"]["material"] == "二次方程式"
             error, data = await _call(client, "search_knowledge", query="たすきがけ", top_k=3)
             assert not error and data["results"][0]["url"] == "/math-note/junior/因数分解.html#method-tasukigake"
             assert data["results"][0]["learns"] and data["results"][0]["source"] == "artifacts"
@@ -50,6 +61,9 @@ def test_stdio_tools_answer_and_fail_with_exact_messages(real_index_dir, tmp_pat
                 ("save_knowledge", {"content": ""}, "content is required"),
                 ("get_chunk_by_id", {"id": ""}, "id is required"),
                 ("get_chunk_by_id", {"id": "無い#rule-x"}, "knowledge not found"),
+                ("learning_path", {}, "give id (a page or a box id) or query"),
+                ("outline", {"material": "無い"}, "no page or chunk '無い' in the set. Fix: give a page's name (its file "
+                 "name without .html, as 'knowledge-build outline' lists them) or a chunk id 'material#anchor'."),
                 ("delete_knowledge", {"id": "note-unknown"}, "knowledge not found"),
                 ("knowledge_import", {"title": "t", "content": "本文", "chunk_size": 99}, "chunk_size must be between 100 and 10000"),
                 ("knowledge_import", {"title": "t", "content": "本文", "chunk_size": 100, "chunk_overlap": 100},

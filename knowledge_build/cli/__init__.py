@@ -436,7 +436,9 @@ from . import lint as _lint  # noqa: E402
 from . import slack as _slack  # noqa: E402
 from . import sources as _sources  # noqa: E402
 from . import store as _store  # noqa: E402
+from . import teach as _teach  # noqa: E402
 
 for _command in (_lint.check, _lint.suggest_ids, _lint.validate, _store.publish, _store.db, _store.serve,
-                 _sources.sources, _ask.ask, _slack.slack, _install.install_search):
+                 _sources.sources, _ask.ask, _slack.slack, _install.install_search, _teach.outline,
+                 _teach.learning_path):
     main.add_command(_command)

@@ -107,6 +107,30 @@ class KnowledgeIndex:
     def absolute_url(self, url: str) -> str | None:
         return self.artifacts.absolute_url(url)
 
+    # -- what a tutor teaches with (teaching.py) ------------------------------------------------
+
+    def outline(self, material: str | None = None) -> list[dict]:
+        """The site's pages (or the page `material`) → sections → boxes and tables, in page order (teaching.outline);
+        PageNotFound for a page the set does not have."""
+        from ..errors import PageNotFound
+        from ..teaching import outline
+
+        try:
+            return outline(self.chunks, material)
+        except KeyError:
+            raise PageNotFound(material) from None
+
+    def learning_path(self, target: str):
+        """The LearningPath (teaching.learning_path) of a page: `target` is its name or the id of one of its chunks;
+        PageNotFound when it is neither."""
+        from ..errors import PageNotFound
+        from ..teaching import learning_path
+
+        try:
+            return learning_path(self.chunks, target)
+        except KeyError:
+            raise PageNotFound(target) from None
+
     # -- a query ------------------------------------------------------------------------------
 
     def search(self, query: str, k: int = 5, type=None, category=None, material=None, level=None,

@@ -62,6 +62,7 @@ def create_server(service, notes, sources=None, crawl_settings=None, site=None):
                                     version=kb.__version__)
     _register_search(server, service, sources, SEARCH_DESCRIPTION.format(site=label))
     _register_chunk_tools(server, service)
+    _register_teaching_tools(server, service)
     _register_note_tools(server, notes)
     _register_document_tools(server, notes)
     if sources is not None:
@@ -125,6 +126,32 @@ def _register_chunk_tools(server, service) -> None:
             return _ok(service.concept_page(type=type, category=category, offset=offset,
                                             limit=min(limit, MAX_CONCEPTS)))
         except kb.UnknownFilterValue as exc:
+            return _error(str(exc))
+
+
+def _register_teaching_tools(server, service) -> None:
+    """outline and learning_path: what a tutor plans a lesson with (teaching.py)."""
+    @server.tool()
+    def outline(material: str | None = None):
+        """The site's pages, or one page (`material`: its file name without .html), each with its sections and
+        their boxes and tables in page order: id, title, type, level, url. For planning a lesson or a walk through
+        a page."""
+        try:
+            return _ok({"pages": service.outline(material)})
+        except kb.PageNotFound as exc:
+            return _error(str(exc))
+
+    @server.tool()
+    def learning_path(id: str | None = None, query: str | None = None):
+        """What a student should know first and what comes next: for a page or a box (`id`: a page's name or a
+        box id) or for the page that best answers `query`, its prerequisites, transitively, in an order a student
+        can follow (`before`), the page itself, then the pages that build on it (`after`), each with its link and
+        boxes. Prerequisites that are no page of the site are listed in `missing`, loops in `cycles`."""
+        if not (id or "").strip() and not (query or "").strip():
+            return _error("give id (a page or a box id) or query")
+        try:
+            return _ok(service.learning_path(id.strip() if (id or "").strip() else None, query))
+        except kb.KnowledgeBuildError as exc:
             return _error(str(exc))
 
 

@@ -200,6 +200,33 @@ class SearchService:
         # otherwise, and a page must not depend on which backend answered it.
         return [self._concept(r, "database") for r in sorted(rows, key=lambda r: r["id"])]
 
+    def outline(self, material: str | None = None) -> list[dict]:
+        """The site's pages (or one) → sections → boxes, in page order, each link also absolute (teaching.outline;
+        from the artifacts, which hold every chunk's place in its page)."""
+        def absolute(entry: dict) -> dict:
+            return {**entry, "absolute_url": self.index.absolute_url(entry["url"]),
+                    **({"items": [absolute(e) for e in entry["items"]]} if "items" in entry else {})}
+
+        return [absolute(page) for page in self.index.outline(material)]
+
+    def learning_path(self, target: str | None = None, query: str | None = None) -> dict:
+        """The learning path (teaching.learning_path) of a page, named by `target` (its name or a chunk id) or by
+        `query` (the page of the search's first result, said in `found_by`), each page's link also absolute."""
+        found_by = None
+        if target is None:
+            if not (query or "").strip():
+                raise KnowledgeBuildError("give a page, a chunk id or a query")
+            results = self.search(query, k=1)
+            if not results:
+                raise KnowledgeBuildError(f"nothing on the site matches {query!r}; give a page or a chunk id instead")
+            target = results[0].id
+            found_by = {"query": query, "id": target, "relevant": results[0].relevant}
+        path = self.index.learning_path(target).to_dict()
+        for key in ("before", "after"):
+            path[key] = [{**p, "absolute_url": self.index.absolute_url(p["url"])} for p in path[key]]
+        path["page"] = {**path["page"], "absolute_url": self.index.absolute_url(path["page"]["url"])}
+        return {**path, **({"found_by": found_by} if found_by else {})}
+
     def concept_page(self, type: str | None = None, category: str | None = None, limit: int = 100,
                      offset: int = 0) -> dict:
         """`limit` concepts from `offset` on, with `total` (all that match) and `next_offset` (None

@@ -1,0 +1,158 @@
+"""What a tutor plans with (issue 42, item 4): outline and learning_path, in the library (teaching.py), the CLI and on
+built sites: the sample site, a site whose prerequisites loop, the reference corpus and a generated site."""
+
+import json
+
+import pytest
+
+import knowledge_build as kb
+from knowledge_build.model import Chunk
+from knowledge_build.teaching import learning_path, outline
+
+from .conftest import FakeEmbedder
+from .generated_sites.fixtures import SITE_PARAMS
+
+
+def _chunk(material: str, anchor: str, type_: str, line: int, parents=(), prerequisites=(), level="基礎") -> Chunk:
+    return Chunk(id=f"{material}#{anchor}", material=material, anchor=anchor, url=f"/s/{material}.html#{anchor}",
+                 title=anchor, content="", excerpt="", learns=(), learns_source="heuristic", type=type_,
+                 category="", level=level, prerequisites=tuple(prerequisites), content_hash="", material_title=material,
+                 line=line, parents=tuple(parents))
+
+
+def test_an_outline_nests_boxes_under_the_section_before_them_and_subsections_by_their_headings():
+    chunks = [_chunk("p", "rule-b", "rule", 30), _chunk("p", "sec-1", "section", 10), _chunk("p", "rule-a", "rule", 5),
+              _chunk("p", "sec-1-1", "section", 20, parents=("1",)), _chunk("p", "sec-2", "section", 40),
+              _chunk("p", "ex-c", "example", 50), _chunk("q", "tip-d", "tip", 1)]
+    pages = outline(chunks)
+    assert [p["material"] for p in pages] == ["p", "q"] and pages[0]["url"] == "/s/p.html"
+    items = pages[0]["items"]
+    assert [i["id"] for i in items] == ["p#rule-a", "p#sec-1", "p#sec-2"]
+    assert [i["id"] for i in items[1]["items"]] == ["p#sec-1-1"]
+    assert [i["id"] for i in items[1]["items"][0]["items"]] == ["p#rule-b"]
+    assert [i["id"] for i in items[2]["items"]] == ["p#ex-c"]
+    assert outline(chunks, "q")[0]["items"][0] == {"id": "q#tip-d", "title": "tip-d", "type": "tip", "level": "基礎",
+                                                   "url": "/s/q.html#tip-d", "line": 1}
+    with pytest.raises(KeyError):
+        outline(chunks, "none")
+
+
+def test_a_learning_path_puts_each_prerequisite_before_the_pages_that_need_it():
+    chunks = [_chunk("c", "rule-c", "rule", 1, prerequisites=("b", "a")), _chunk("b", "rule-b", "rule", 1, prerequisites=("a",)),
+              _chunk("a", "rule-a", "rule", 1), _chunk("d", "rule-d", "rule", 1, prerequisites=("c", "gone")),
+              _chunk("e", "rule-e", "rule", 1, prerequisites=("d",))]
+    path = learning_path(chunks, "c#rule-c")  # a box id: its page
+    assert path.page["material"] == "c" and path.page["boxes"] == ["c#rule-c"] and path.page["url"] == "/s/c.html"
+    assert [p["material"] for p in path.before] == ["a", "b"]
+    assert [p["material"] for p in path.after] == ["d", "e"]
+    assert path.missing == [] and path.cycles == []
+    assert learning_path(chunks, "e").missing == [{"page": "d", "prerequisite": "gone"}]
+    with pytest.raises(KeyError):
+        learning_path(chunks, "nowhere")
+
+
+def test_a_loop_of_prerequisites_ends_and_is_named():
+    chunks = [_chunk("a", "x", "rule", 1, prerequisites=("c",)), _chunk("b", "x", "rule", 1, prerequisites=("a",)),
+              _chunk("c", "x", "rule", 1, prerequisites=("b",)), _chunk("d", "x", "rule", 1, prerequisites=("c",))]
+    path = learning_path(chunks, "d")
+    assert [p["material"] for p in path.before] == ["a", "b", "c"]
+    assert len(path.cycles) == 1 and sorted(path.cycles[0]) == ["a", "b", "c"]
+    assert learning_path(chunks, "a").cycles and learning_path(chunks, "a").after  # from inside the loop too
+
+
+LOOP = """---
+layout: material
+title: {title}
+level: 基礎
+related:
+  - url: /{after}.html
+    type: prerequisite
+---
+<div class="rule-box" id="rule-{name}"><strong>{title}の決まり</strong><p>{title}について学ぶ。</p></div>
+"""
+
+
+def _cli(*args: str):
+    """The CLI in this process (CliRunner); with the `fake_open` fixture a set built with the fake embedder opens."""
+    from click.testing import CliRunner
+
+    from knowledge_build.cli import main
+
+    return CliRunner().invoke(main, list(args))
+
+
+def test_the_cli_on_a_site_whose_prerequisites_loop_names_the_loop_and_ends(site_dir, tmp_path, fake_open):
+    for name, title, after in (("loop-a", "ループA", "loop-c"), ("loop-b", "ループB", "loop-a"), ("loop-c", "ループC", "loop-b")):
+        (site_dir / "junior" / f"{name}.html").write_text(LOOP.format(name=name, title=title, after=after), encoding="utf-8")
+    output = kb.build(kb.load_config(site=site_dir, cache_dir=tmp_path / "cache", env={}), embedder=FakeEmbedder()).output
+    done = _cli("learning-path", "loop-a", "--index", str(output), "--format", "json")
+    assert done.exit_code == 0, done.output
+    path = json.loads(done.output)
+    assert sorted(path["cycles"][0]) == ["loop-a", "loop-b", "loop-c"]
+    assert [p["material"] for p in path["before"]] == ["loop-b", "loop-c"]
+    text = _cli("learning-path", "loop-a", "--index", str(output))
+    assert "cycle: " in text.output and text.output.count("loop-a") >= 2
+
+
+def test_the_cli_outlines_the_sample_site_and_gives_the_path_of_a_box(fake_index_dir, fake_open):
+    done = _cli("outline", "--index", str(fake_index_dir), "--format", "json")
+    assert done.exit_code == 0, done.output
+    pages = json.loads(done.output)["pages"]
+    chunks = [json.loads(line) for line in (fake_index_dir / "knowledge_chunks.jsonl").read_text(encoding="utf-8").splitlines()]
+
+    def ids(items):
+        return [i["id"] for item in items for i in [item, *[{"id": x} for x in ids(item.get("items", []))]]]
+
+    listed = [i for page in pages for i in ids(page["items"])]
+    assert sorted(listed) == sorted(c["id"] for c in chunks)  # every chunk once
+    text = _cli("outline", "--index", str(fake_index_dir), "--material", "二次方程式")
+    assert text.exit_code == 0 and "rule: 解の公式" in text.output, text.output
+    path = _cli("learning-path", "二次方程式#rule-quadratic-formula", "--index", str(fake_index_dir), "--format", "json")
+    assert json.loads(path.output)["page"]["material"] == "二次方程式"
+    found = _cli("learning-path", "解の公式で解きたい", "--query", "--index", str(fake_index_dir), "--format", "json")
+    assert json.loads(found.output)["found_by"]["query"] == "解の公式で解きたい"
+    missing = _cli("learning-path", "無い", "--index", str(fake_index_dir))
+    assert missing.exit_code == 1 and "Error: no page or chunk '無い'" in missing.output and "Fix:" in missing.output
+
+
+@pytest.mark.corpus
+def test_the_reference_corpus_has_an_outline_of_every_page_and_paths_that_end(corpus_dir, tmp_path):
+    from knowledge_build.pipeline import extract
+
+    chunks = extract(kb.load_config(site=corpus_dir, cache_dir=tmp_path / "cache", env={})).chunks
+    pages = outline(chunks)
+    assert len(pages) == len({c.material for c in chunks})
+    for page in pages:
+        lines = [item["line"] for item in page["items"]]
+        assert lines == sorted(lines), page["material"]
+    for material in sorted({c.material for c in chunks}):  # every page's path ends, in an order a student can follow
+        path = learning_path(chunks, material)
+        before = [p["material"] for p in path.before]
+        for i, page in enumerate(path.before):
+            assert path.cycles or all(p not in before[i:] for p in page["prerequisites"]), (material, page["material"])
+    quadratic = learning_path(chunks, next(c.id for c in chunks if c.anchor == "rule-quadratic-formula"))
+    assert quadratic.after and quadratic.page["material"] in quadratic.after[0]["prerequisites"]
+
+
+def test_a_missing_page_is_one_line_from_the_library(fake_index_dir):
+    index = kb.KnowledgeIndex.open(fake_index_dir, embedder=FakeEmbedder())
+    with pytest.raises(kb.PageNotFound, match="no page or chunk 'x'"):
+        index.outline("x")
+    assert index.learning_path("二次方程式").page["material"] == "二次方程式"
+
+
+@pytest.mark.model
+@pytest.mark.generators
+@pytest.mark.parametrize("generated_site", SITE_PARAMS, indirect=True)
+def test_a_generated_site_has_an_outline_of_every_chunk_in_page_order(generated_index):
+    chunks = [Chunk.from_dict(c) for c in generated_index.chunks]
+    pages = outline(chunks)
+
+    def flat(items):
+        return [x for item in items for x in [item, *flat(item.get("items", []))]]
+
+    listed = [item for page in pages for item in flat(page["items"])]
+    assert sorted(i["id"] for i in listed) == sorted(c.id for c in chunks)
+    for page in pages:
+        lines = [item["line"] for item in flat(page["items"])]
+        assert lines == sorted(lines), (generated_index.site.generator, page["material"])
