@@ -39,6 +39,9 @@ class Chunk:
     parents: tuple[str, ...] = ()  # sections and tables: the enclosing headings (breadcrumb), outermost first
     version: str = ""  # the site version its page belongs to (site/facets.py); "" when the site has one
     language: str = ""  # its page's language when the site has several (site/facets.py); "" otherwise
+    # A box whose answer is marked (html/box_text.answer_parts): its text outside the answer, and inside; "" otherwise.
+    problem: str = ""
+    solution: str = ""
 
     def to_dict(self) -> dict:
         # Every field is a str, int or tuple of str, so a shallow copy is enough; asdict's recursive
@@ -50,7 +53,7 @@ class Chunk:
             data["parents"] = list(self.parents)
         else:
             del data["parents"]  # optional: a box's JSON is what it was before sections existed
-        for facet in FACET_FIELDS:  # optional: a site without facets writes what it did before them
+        for facet in (*FACET_FIELDS, "problem", "solution"):  # optional: written only when the chunk has them
             if not data[facet]:
                 del data[facet]
         return data
@@ -139,3 +142,19 @@ class Part:
     header: tuple[str, ...] = ()  # tables: the header cells
     rows: tuple[int, int] = (0, 0)  # tables: first/last data row (1-based) this part holds
     core: str = ""  # tables: `text` without the context rows (caption, header, the part's own rows)
+
+
+EXCERPT_CHARS = 100
+
+
+def excerpt(content: str, title: str = "") -> str:
+    """About EXCERPT_CHARS characters of the content after its title, cut at a sentence end if one is near."""
+    at = content.find(title) if title else -1
+    text = content[at + len(title):].lstrip(" ：:") if 0 <= at <= 4 else content
+    if len(text) <= EXCERPT_CHARS:
+        return text
+    cut = text[:EXCERPT_CHARS]
+    end = max(cut.rfind("。"), cut.rfind("．"))
+    if end >= EXCERPT_CHARS * 0.6:
+        return cut[: end + 1]
+    return cut.rstrip() + "…"

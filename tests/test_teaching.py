@@ -156,3 +156,71 @@ def test_a_generated_site_has_an_outline_of_every_chunk_in_page_order(generated_
     for page in pages:
         lines = [item["line"] for item in flat(page["items"])]
         assert lines == sorted(lines), (generated_index.site.generator, page["material"])
+
+
+# -- exercises: a box whose answer the page marks (issue 42, item 4) --------------------------------------------------
+
+EXERCISES = """---
+layout: material
+title: 演習
+level: 基礎
+---
+<div class="example-box" id="ex-line-through-points"><strong>練習：2点を通る直線</strong>
+<p>2点 (2, 5) と (5, 11) を通る直線の式を求めなさい。</p>
+<details><summary>答えを見る</summary><div><p>傾きは 6 ÷ 3 で 2 になる。</p><p><strong>答え：y = 2x + 1</strong></p></div></details>
+</div>
+<div class="example-box" id="ex-mean"><strong>練習：平均値</strong>
+<p>データ 4, 8, 9 の平均値を求めなさい。</p>
+<p><strong>解答：</strong>合計は 21 なので平均値は 7 である。</p>
+</div>
+<div class="rule-box" id="rule-plain"><strong>直線の式</strong><p>傾き a と切片 b で y = ax + b と書く。</p></div>
+"""
+ANSWERS = {"ex-line-through-points": ["傾きは", "6 ÷ 3", "y = 2x + 1", "答え"],
+           "ex-mean": ["合計", "21", "平均値は 7", "解答"]}
+
+
+def test_answer_parts_split_a_box_at_its_details_or_its_answer_heading():
+    import lxml.html
+
+    from knowledge_build.html.box_text import answer_parts
+
+    box = lxml.html.fromstring("<div id='ex-a'><strong>問</strong><p>x を求めよ。</p><details><summary>答えを見る</summary>"
+                               "<p>x = 3</p></details><p>補足は後で。</p></div>")
+    assert answer_parts(box) == ("問 x を求めよ。 補足は後で。", "x = 3")
+    marked = lxml.html.fromstring("<div id='ex-b'><p>y を求めよ。</p><h4>解説</h4><p>y = 2 となる。</p></div>")
+    assert answer_parts(marked) == ("y を求めよ。", "解説 y = 2 となる。")
+    assert answer_parts(lxml.html.fromstring("<div id='rule-c'><strong>公式</strong><p>答えの出し方。</p></div>")) is None
+
+
+def test_the_problem_part_of_an_exercise_holds_none_of_its_answer(site_dir, tmp_path):
+    import asyncio
+
+    from mcp import Client
+
+    from knowledge_build.serve.mcp_server import create_server
+
+    (site_dir / "junior" / "演習.html").write_text(EXERCISES, encoding="utf-8")
+    output = kb.build(kb.load_config(site=site_dir, cache_dir=tmp_path / "cache", env={}), embedder=FakeEmbedder()).output
+    service = kb.SearchService(kb.KnowledgeIndex.open(output, embedder=FakeEmbedder()))
+    for anchor, answer in ANSWERS.items():
+        problem = service.get(f"演習#{anchor}", part="problem")
+        assert problem["answer_marked"] and "求めなさい" in problem["content"]
+        assert not any(word in json.dumps(problem, ensure_ascii=False) for word in answer), problem
+        solution = service.get(f"演習#{anchor}", part="solution")
+        assert all(word in solution["content"] for word in answer[:3]), solution
+        assert all(word in service.get(f"演習#{anchor}")["content"] for word in answer[:3])  # whole, as before
+    plain = service.get("演習#rule-plain", part="problem")
+    assert not plain["answer_marked"] and plain["content"] == service.get("演習#rule-plain")["content"]
+    with pytest.raises(kb.KnowledgeBuildError, match="has no marked answer"):
+        service.get("演習#rule-plain", part="solution")
+    server = create_server(service, kb.NoteStore(FakeEmbedder(), tmp_path / "notes.sqlite"))
+
+    async def session():
+        async with Client(server) as client:
+            got = await client.call_tool("get_chunk_by_id", {"id": "演習#ex-mean", "part": "problem"})
+            bad = await client.call_tool("get_chunk_by_id", {"id": "演習#ex-mean", "part": "answer"})
+            return got.structured_content, bad
+
+    got, bad = asyncio.run(session())
+    assert got["part"] == "problem" and "21" not in json.dumps(got, ensure_ascii=False)
+    assert bad.is_error and bad.content[0].text == "part must be one of problem, solution, not 'answer'"

@@ -15,13 +15,14 @@ from pathlib import PurePosixPath
 
 from ..diagnostics import Diagnostic
 from ..kinds import BY_TYPE, LEVELS
-from ..model import CONTEXT_MARK, Chunk, embed_text, embedded_learns, retrieval_content, template_learns, topic_of
+from ..model import EXCERPT_CHARS  # noqa: F401  (chunks.EXCERPT_CHARS: where the tests read it)
+from ..model import (CONTEXT_MARK, Chunk, embed_text, embedded_learns, excerpt, retrieval_content, template_learns,
+                     topic_of)
 from ..site.jekyll import Site
 from ..site.page import KnowledgeElement, Page
 from ..text.tex import readable
 from .learns_gen import source_hash
 
-EXCERPT_CHARS = 100
 # Bump when the embedded text recipe changes: every vector is then recomputed.
 EMBED_TEXT_VERSION = "1"
 
@@ -116,6 +117,8 @@ def _chunk(site: Site, page: Page, element: KnowledgeElement, meta: dict, labels
         line=element.line,
         source_path=page.rel,
         label=element.label,
+        problem=element.problem,
+        solution=element.solution,
     )
 
 
@@ -243,14 +246,3 @@ def _learns_line(raw: str, topic: str) -> str:
     return text if len(text) >= 2 else ""
 
 
-def excerpt(content: str, title: str = "") -> str:
-    """About EXCERPT_CHARS characters of the content after its title, cut at a sentence end if one is near."""
-    at = content.find(title) if title else -1
-    text = content[at + len(title):].lstrip(" ：:") if 0 <= at <= 4 else content
-    if len(text) <= EXCERPT_CHARS:
-        return text
-    cut = text[:EXCERPT_CHARS]
-    end = max(cut.rfind("。"), cut.rfind("．"))
-    if end >= EXCERPT_CHARS * 0.6:
-        return cut[: end + 1]
-    return cut.rstrip() + "…"

@@ -84,6 +84,57 @@ def _collect(node, parts: list[str], skip_class: str) -> None:
                 todo += gap + [child] + gap
 
 
+# What marks an exercise's answer in a box (issue 42): an element whose class names it (answer, solution: the words
+# exercise markup uses, e.g. sphinx-exercise's `solution`), a <details> element whose <summary> (the button's label,
+# in neither part) begins with a word for the answer (答えを見る; a <details> of ヒント or 考え方 is a hint, part of
+# the problem), or an element that reads as a heading and begins with one (解答, 解説, 答え, 正解): from there the
+# rest of the box is answer, in document order.
+_ANSWER_WORD = re.compile(r"^[\s→⇒▶▼・■●]*(?:解答|解説|答え|こたえ|正解)")
+_ANSWER_CLASS = re.compile(r"(?:^|[\s_-])(?:answers?|solutions?)(?:$|[\s_-])", re.I)
+_MARKER_TAGS = {"h1", "h2", "h3", "h4", "h5", "h6", "strong", "b", "dt", "summary", "th"}
+
+
+def _answer_block(node) -> bool:
+    """Whether `node` holds an answer whole: a class that says so, or a <details> whose summary says so."""
+    if _ANSWER_CLASS.search(node.get("class") or ""):
+        return True
+    if node.tag != "details":
+        return False
+    summary = next((c for c in node if c.tag == "summary"), None)
+    return summary is not None and bool(_ANSWER_WORD.match(node_text(summary)))
+
+
+def answer_parts(node) -> tuple[str, str] | None:
+    """(problem, solution) texts of a box whose answer is marked (see _ANSWER_WORD), or None: the problem is every
+    text of the box outside the answer, the solution every text inside it (the <summary> of an answer's <details> in
+    neither). Nested knowledge elements and what is not rendered are left out, as node_text leaves them."""
+    problem: list[str] = []
+    solution: list[str] = []
+    after = False  # past a marker: the rest of the box is answer
+    marked = False
+    todo: list = [(node, False)]  # (element or string, inside a <details>), last first
+    while todo:
+        item, inside = todo.pop()
+        if isinstance(item, str):
+            (solution if inside or after else problem).append(item)
+            continue
+        if item is not node and not inside and item.tag != "summary" and _answer_block(item):
+            inside = marked = True
+        elif item is not node and item.tag in _MARKER_TAGS and not inside and _ANSWER_WORD.match(node_text(item)):
+            after = marked = True
+        if item.text and not (item.tag == "summary" and item.getparent() is not None and _answer_block(item.getparent())):
+            (solution if inside or after else problem).append(item.text)
+        for child in reversed(item):
+            if child.tail:
+                todo.append((child.tail, inside))
+            if isinstance(child.tag, str) and not _skip(child, ""):
+                gap = [(" ", inside)] if child.tag in _BLOCK_TAGS else []
+                todo += gap + [(child, inside)] + gap
+    if not marked:
+        return None
+    return clean("".join(problem)), clean("".join(solution))
+
+
 def _skip(node, skip_class: str) -> bool:
     if node.tag in _SKIPPED_TAGS or KNOWLEDGE_ID.match(node.get("id") or ""):
         return True

@@ -103,14 +103,18 @@ def _register_search(server, service, sources, description: str) -> None:
 def _register_chunk_tools(server, service) -> None:
     """get_chunk_by_id and list_concepts: one chunk whole, the chunks a page at a time."""
     @server.tool()
-    def get_chunk_by_id(id: str):
-        """The full knowledge box for an id as search_knowledge gives it, 'material#anchor' (content, learns, url…)."""
+    def get_chunk_by_id(id: str, part: str | None = None):
+        """The full knowledge box for an id as search_knowledge gives it, 'material#anchor' (content, learns, url…).
+        `part`: "problem" for an exercise without its answer (to set it to a student), "solution" for the answer
+        alone, on a box whose answer the page marks (answer_marked)."""
         if not id or not id.strip():
             return _error("id is required")
         try:
-            return _ok(_jsonable(service.get(id)))
+            return _ok(_jsonable(service.get(id, part)))
         except kb.ChunkNotFound:
             return _error("knowledge not found")
+        except kb.KnowledgeBuildError as exc:
+            return _error(str(exc))
 
     @server.tool()
     def list_concepts(category: str | None = None, type: str | None = None, limit: int = DEFAULT_CONCEPTS,

@@ -177,10 +177,13 @@ class SearchService:
         return self.index.search(query, k, type, category, material, level, mode, min_similarity, from_database,
                                  min_relevance=min_relevance, version=version, language=language)
 
-    def get(self, chunk_id: str) -> dict:
-        """The full chunk as a dict, with `absolute_url` and `source`."""
+    def get(self, chunk_id: str, part: str | None = None) -> dict:
+        """The full chunk as a dict, with `absolute_url` and `source`; `part` "problem" or "solution": only that part
+        of a box whose answer is marked (part_of)."""
         from ..store.postgres import get_chunk
 
+        if part is not None:
+            return part_of(self.index.get(chunk_id), part, self.index.absolute_url)
         row = self._with_database("get_chunk_by_id", lambda conn: get_chunk(conn, chunk_id) or False)
         row, source = (row, "database") if row else (self.index.get(chunk_id).to_dict(), "artifacts")
         return {**row, "absolute_url": self.index.absolute_url(row["url"]), "source": source}
@@ -424,6 +427,27 @@ def _configure(conn) -> None:
     from pgvector.psycopg import register_vector
 
     register_vector(conn)
+
+
+PARTS = ("problem", "solution")
+
+
+def part_of(chunk, part: str, absolute_url) -> dict:
+    """One part of a box (html/box_text.answer_parts): "problem", its text outside the marked answer (the whole text
+    when no answer is marked: nothing to hide), or "solution", the answer's text; with the box's id, title, type,
+    level, material and links, and an excerpt of that part alone: no field of a problem holds the answer."""
+    from ..model import excerpt
+
+    if part not in PARTS:
+        raise KnowledgeBuildError(f"part must be one of {', '.join(PARTS)}, not {part!r}")
+    marked = bool(chunk.problem or chunk.solution)
+    if part == "solution" and not marked:
+        raise KnowledgeBuildError(f"the box '{chunk.id}' has no marked answer (a <details> element or a heading "
+                                  "such as 解答, 解説 or 答え); its whole text is its problem")
+    text = (chunk.problem if marked else chunk.content) if part == "problem" else chunk.solution
+    return {"id": chunk.id, "title": chunk.title, "type": chunk.type, "level": chunk.level, "material": chunk.material,
+            "url": chunk.url, "absolute_url": absolute_url(chunk.url), "part": part, "answer_marked": marked,
+            "content": text, "excerpt": excerpt(text, chunk.title) if text else "", "source": "artifacts"}
 
 
 _CONCEPT_FIELDS = ("id", "title", "type", "url", "learns", "material", "category")

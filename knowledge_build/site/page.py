@@ -24,6 +24,8 @@ class KnowledgeElement:
     label: str = ""  # the box's number label (「コツ2」「練習1」), taken off the title
     heading: str = ""  # the title as written on the page (label, TeX and all)
     fragment: str | None = None  # the link's #fragment when it is not the id ("" none: the page itself)
+    problem: str = ""  # with an answer marked in the box (html/box_text.answer_parts): the text outside it
+    solution: str = ""  # and the answer's text
 
 
 @dataclass

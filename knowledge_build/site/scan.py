@@ -15,7 +15,7 @@ from pathlib import Path
 import lxml.etree
 import lxml.html
 
-from ..html.box_text import box_title, clean, descendants, display_title, node_text, strip_emoji
+from ..html.box_text import answer_parts, box_title, clean, descendants, display_title, node_text, strip_emoji
 from ..html.blocks import HEADINGS
 from ..html.main_content import (breadcrumbs, first_heading, in_main_area, is_placeholder_title, main_content,
                                  strip_site_name, text_language)
@@ -316,6 +316,7 @@ def _element(page: Page, node, node_id: str, line: int, boxes: list[str]) -> Kno
     inside = list(descendants(node))
     items = tuple(clean(node_text(li)) for li in inside if li.tag == "li")
     bold = [strip_emoji(node_text(b)).strip(" ：:") for b in inside if b.tag in ("strong", "b")]
+    parts = answer_parts(node)
     return KnowledgeElement(
         id=node_id,
         type=type_of_id(node_id),
@@ -328,6 +329,8 @@ def _element(page: Page, node, node_id: str, line: int, boxes: list[str]) -> Kno
         bold_terms=tuple(dict.fromkeys(b for b in bold if b and b != heading)),
         label=label,
         heading=heading,
+        problem=strip_emoji(parts[0]) if parts else "",
+        solution=strip_emoji(parts[1]) if parts else "",
     )
 
 
