@@ -283,13 +283,24 @@ def build(config: Config, embedder=None, progress: bool = False, strict: bool = 
                                     also=terms.add if terms else None)
         bundle = search_box_files(chunks, config, terms, extraction.facets.versions, vectors, embedder,
                                   progress) if terms else None
+        aliases = moved_ids(output, chunks)
         artifacts = assemble(chunks, vectors, postings, ANALYZER, describe(embedder), site_info,
-                             config.dense_index, config.exact_max_rows, Path(config.cache_dir), extra_files=bundle)
+                             config.dense_index, config.exact_max_rows, Path(config.cache_dir),
+                             extra_files={**(bundle or {}), **aliases})
     write_artifacts(artifacts, output)  # ArtifactWriteFailed (previous set untouched) on any OS error
     write_latest(output, artifacts)
     remember(Path(config.cache_dir), output, digest, artifacts.build_id, extraction.diagnostics, extraction.summary)
     return BuildResult(output, artifacts, chunks, extraction.diagnostics, stats,
                        time.perf_counter() - started, extraction.summary, site.note)
+
+
+def moved_ids(output: Path, chunks: list[Chunk]) -> dict[str, bytes]:
+    """The set's aliases.json (index/aliases.py) when a chunk of the set now at `output` moved to another id, or
+    earlier ones still resolve: {name: bytes}, or {}."""
+    from .index.aliases import ALIASES, aliases_file, aliases_for, previous_set
+
+    aliases = aliases_for(*previous_set(output), chunks)
+    return {ALIASES: aliases_file(aliases)} if aliases else {}
 
 
 def search_box_files(chunks: list[Chunk], config: Config, terms: BundleTerms | None = None,

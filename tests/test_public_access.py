@@ -25,7 +25,7 @@ pytestmark = pytest.mark.db
 PUBLIC_ROLES = ("anon", "authenticated")
 # What the README's database section lets the public roles read: the published set and what the RPCs read.
 READABLE = {"knowledge_chunks", "knowledge_meta", "knowledge_chunk_terms", "knowledge_terms", "knowledge_lexical_stats",
-            "knowledge_expansions"}
+            "knowledge_expansions", "knowledge_aliases"}
 VECTOR = "[" + ",".join(["0.125"] * 64) + "]"
 ZERO = "[" + ",".join(["0"] * 64) + "]"
 

@@ -73,9 +73,17 @@ def _index_info(index_dir: Path) -> dict | None:
         check_checksums(set_dir, manifest)
     except ArtifactError as exc:
         return {"path": str(index_dir), "problem": str(exc)}
+    from ..index.aliases import read_aliases
+
+    try:
+        aliases = read_aliases(set_dir, manifest)
+    except (ArtifactError, OSError, ValueError) as exc:
+        return {"path": str(index_dir), "problem": str(exc)}
     return {"path": str(index_dir), "build_id": manifest["build_id"], "schema_version": manifest["schema_version"],
             "embedder": f"{manifest['embedder']['provider']}:{manifest['embedder']['model']} "
-                        f"({manifest['embedder']['dim']} dims)", "chunks": manifest["counts"]["chunks"]}
+                        f"({manifest['embedder']['dim']} dims)", "chunks": manifest["counts"]["chunks"],
+            # old ids that still land: what a link given before a rename or an edit now opens (index/aliases.py)
+            "aliases": [{"old": old, "new": new} for old, new in aliases.items()]}
 
 
 def render_html(data: dict) -> str:

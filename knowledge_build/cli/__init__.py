@@ -440,5 +440,5 @@ from . import teach as _teach  # noqa: E402
 
 for _command in (_lint.check, _lint.suggest_ids, _lint.validate, _store.publish, _store.db, _store.serve,
                  _sources.sources, _ask.ask, _slack.slack, _install.install_search, _teach.outline,
-                 _teach.learning_path):
+                 _teach.learning_path, _teach.chunk):
     main.add_command(_command)

@@ -1,4 +1,4 @@
-"""CLI for what a tutor plans with (issue 42, item 4): `knowledge-build outline [--material M]` and
+"""CLI for what a tutor plans with (issue 42, items 3 and 4): `knowledge-build outline [--material M]`, `chunk ID` and
 `knowledge-build learning-path PAGE_OR_ID_OR_QUERY` (teaching.py; the same as the MCP tools outline and
 learning_path)."""
 
@@ -75,3 +75,25 @@ def learning_path(target, as_query, index_dir, site, fmt):
         click.echo(f"missing: {missing['page']} lists {missing['prerequisite']}, which is no page of the set")
     for cycle in path["cycles"]:
         click.echo("cycle: " + " → ".join([*cycle, cycle[0]]))
+
+
+@click.command("chunk")
+@click.argument("chunk_id")
+@click.option("--part", type=click.Choice(["problem", "solution"]),
+              help="Only this part of a box whose answer the page marks: the problem without its answer, or the answer.")
+@INDEX_OPTION
+@SITE_OPTION
+@FORMAT_OPTION
+@fail_on_library_errors
+def chunk(chunk_id, part, index_dir, site, fmt):
+    """One chunk whole, by its id (an old id that moved gives the chunk it moved to, and says so)."""
+    found = _service(site, index_dir).get(chunk_id.strip(), part)
+    if fmt == "json":
+        click.echo(json.dumps(found, ensure_ascii=False, indent=2))
+        return
+    if found.get("moved_from"):
+        click.echo(f"{found['moved_from']} moved to {found['id']}")
+    click.echo(f"{found['title']} ({found['type']}{', ' + found['level'] if found.get('level') else ''})  {found['url']}")
+    for learn in found.get("learns") or []:
+        click.echo(f"  - {learn}")
+    click.echo(found["content"])

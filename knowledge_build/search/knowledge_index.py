@@ -96,7 +96,12 @@ class KnowledgeIndex:
         return len(self.artifacts)
 
     def get(self, chunk_id: str) -> Chunk:
+        """The chunk of an id, or of the id it moved to (an alias: index/aliases.py)."""
         return self.artifacts.get(chunk_id)
+
+    def resolve(self, chunk_id: str) -> tuple[Chunk, str | None]:
+        """(the chunk, None) for a current id, (the chunk it moved to, the old id) for an alias; ChunkNotFound else."""
+        return self.artifacts.resolve(chunk_id)
 
     def row_of(self, chunk_id: str) -> int | None:
         return self.artifacts.row_of(chunk_id)

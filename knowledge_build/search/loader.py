@@ -7,6 +7,8 @@ index the dense channel (channels.py).
 
 from __future__ import annotations
 
+import json
+
 from functools import lru_cache
 from pathlib import Path
 
@@ -46,6 +48,7 @@ class ArtifactSet:
         self.mixed = bool(self.parts.any() and not self.parts.all())
         self.postings = postings
         self._family_materials: dict[str, list[str]] | None = None
+        self._aliases: dict[str, str] | None = None
 
     @classmethod
     def open(cls, path, embedder=None, embedder_options: dict | None = None, verify: bool | None = None) -> "ArtifactSet":
@@ -103,10 +106,30 @@ class ArtifactSet:
         return len(self.chunks)
 
     def get(self, chunk_id: str) -> Chunk:
+        """The chunk of `chunk_id`, or of the id it moved to (resolve)."""
+        return self.resolve(chunk_id)[0]
+
+    def resolve(self, chunk_id: str) -> tuple[Chunk, str | None]:
+        """(the chunk, None) for a current id; (the chunk it moved to, the id asked) for an alias (index/aliases.py);
+        ChunkNotFound for neither."""
         row = self.row_of(chunk_id)
+        if row is not None:
+            return self.chunks[row], None
+        moved = self.aliases.get(chunk_id)
+        row = self.row_of(moved) if moved else None
         if row is None:
             raise ChunkNotFound(chunk_id)
-        return self.chunks[row]
+        return self.chunks[row], chunk_id
+
+    @property
+    def aliases(self) -> dict[str, str]:
+        """{old id: current id} of the set's aliases.json (checked against the manifest's sha256), {} without one."""
+        if self._aliases is None:
+            from ..index.aliases import read_aliases
+
+            found = read_aliases(self.path, self.manifest)
+            self._aliases = found
+        return self._aliases
 
     def row_of(self, chunk_id: str) -> int | None:
         return self.chunks.row_of(chunk_id)

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..errors import KnowledgeBuildError, MissingExtra
+from ..errors import ChunkNotFound, KnowledgeBuildError, MissingExtra
 from ..ranking.settings import MAX_MATCH_COUNT
 from ..search import KnowledgeIndex, SearchResult
 
@@ -179,14 +179,25 @@ class SearchService:
 
     def get(self, chunk_id: str, part: str | None = None) -> dict:
         """The full chunk as a dict, with `absolute_url` and `source`; `part` "problem" or "solution": only that part
-        of a box whose answer is marked (part_of)."""
+        of a box whose answer is marked (part_of). An old id that moved (index/aliases.py) gives the chunk it moved
+        to, with `moved_from` (the id asked); ChunkNotFound for an id the set never had."""
         from ..store.postgres import get_chunk
 
+        try:
+            chunk, moved = self.index.resolve(chunk_id)  # an old id (an alias): the chunk it moved to
+        except ChunkNotFound:
+            chunk, moved = None, None
+        said = {"moved_from": moved} if moved else {}
         if part is not None:
-            return part_of(self.index.get(chunk_id), part, self.index.absolute_url)
-        row = self._with_database("get_chunk_by_id", lambda conn: get_chunk(conn, chunk_id) or False)
-        row, source = (row, "database") if row else (self.index.get(chunk_id).to_dict(), "artifacts")
-        return {**row, "absolute_url": self.index.absolute_url(row["url"]), "source": source}
+            if chunk is None:
+                raise ChunkNotFound(chunk_id)
+            return {**part_of(chunk, part, self.index.absolute_url), **said}
+        current = chunk.id if chunk is not None else chunk_id
+        row = self._with_database("get_chunk_by_id", lambda conn: get_chunk(conn, current) or False)
+        if not row and chunk is None:
+            raise ChunkNotFound(chunk_id)
+        row, source = (row, "database") if row else (chunk.to_dict(), "artifacts")
+        return {**row, "absolute_url": self.index.absolute_url(row["url"]), "source": source, **said}
 
     def concepts(self, type: str | None = None, category: str | None = None) -> list[dict]:
         """Every concept (id, title, type, url, absolute_url, learns, material, category, source) of

@@ -200,6 +200,7 @@ def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False
     file) of the hybrid RPC with them (store/lexical.py). AnotherSite (with its `plan`), and nothing
     written, when the table holds another site's chunks, unless `replace` (store/published_site.py);
     a dry run returns the plan with its `refusal`."""
+    from ..index.aliases import read_aliases
     from .lexical import publish_expansions, publish_terms
     from .published_site import META_KEY
     from .publishable import Publishable
@@ -222,12 +223,22 @@ def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False
             conn.execute("delete from knowledge_chunks where id = any(%s)", (plan.delete,))
         plan.terms = publish_terms(conn, source, plan, progress)
         publish_expansions(conn, thesaurus)
+        publish_aliases(conn, read_aliases(source.path, manifest))
         for key, value in (("build_id", manifest["build_id"]),
                            ("embedder", json.dumps(manifest["embedder"], ensure_ascii=False, sort_keys=True)),
                            ("chunks", str(len(source))), (META_KEY, plan.site.to_json())):
             conn.execute("insert into knowledge_meta (key, value) values (%s, %s) on conflict (key) do update"
                          " set value = excluded.value, updated_at = now()", (key, value))
     return plan
+
+
+def publish_aliases(conn, aliases: dict[str, str]) -> None:
+    """The set's aliases (index/aliases.py) replace the table's: get_chunk_by_id resolves an old id with them."""
+    conn.execute("delete from knowledge_aliases")
+    if aliases:
+        with conn.cursor().copy("copy knowledge_aliases (old_id, new_id) from stdin") as copy:
+            for old, new in sorted(aliases.items()):
+                copy.write_row((old, new))
 
 
 def _upsert(conn, source, rows: list[int], progress: bool) -> None:

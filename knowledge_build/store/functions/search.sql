@@ -322,11 +322,15 @@ begin
 end
 $$;
 
+-- A chunk by its id, or by an id it had in an earlier build (knowledge_aliases, migration 012): the row it moved to.
 create or replace function get_chunk_by_id(chunk_id text)
 returns setof knowledge_chunks
 language sql stable security invoker
 as $$
     select * from knowledge_chunks where id = chunk_id
+    union all
+    select c.* from knowledge_aliases a join knowledge_chunks c on c.id = a.new_id
+    where a.old_id = chunk_id and not exists (select 1 from knowledge_chunks where id = chunk_id)
 $$;
 
 create or replace function list_concepts(filter_category text default null, filter_type text default null)
