@@ -75,6 +75,11 @@ class Config:
     progress_interval: int = 5  # sources crawl: a progress line every N pages
     allow_hosts: tuple[str, ...] = ()  # hosts the crawler may reach although they are private addresses
     debug_log: str = "off"  # off | info (each retrieval: query, results' scores and sources) | debug (+ text previews)
+    gap_log: bool = False  # keep the questions the site answered weakly (store/gaps.py); off: nothing of a query is written
+    gap_log_file: Path | None = None  # the gap log's SQLite file; None: .knowledge-gaps.sqlite
+    gap_retention_days: int = 90  # the gap log keeps a day's rows this many days (enforced on every write)
+    gap_weak_relevance: float = 0.6  # a question whose best result's relevance is lower is kept in the gap log
+    gap_min_wording: int = 3  # gaps: a wording is shown only when asked at least this many times
     site_name: str | None = None  # ask, Slack, MCP: the site's name; None: the one the build read from the site
     site_description: str | None = None  # the same for its one-line description
     sources: tuple[str, ...] = ()  # where each value came from, for --debug output
@@ -93,11 +98,11 @@ _FIELDS = {f.name for f in fields(Config)} - {"sources"}
 # Every setting has its environment variable: KB_ and the setting's name in capitals (KB_CACHE_DIR).
 _ENV = {f"KB_{name.upper()}": name for name in sorted(_FIELDS)}
 _COUNTS = ("max_pages", "crawl_depth", "crawl_concurrency", "progress_interval", "retrieval_count",
-           "exact_max_rows")  # integers >= 1
-_FLAGS = ("respect_robots_txt", "rag_enabled", "show_sources", "search_box", "search_box_dense", "facets")
-_FRACTIONS = ("relevance_threshold", "similarity_threshold")  # 0..1
+           "exact_max_rows", "gap_retention_days", "gap_min_wording")  # integers >= 1
+_FLAGS = ("respect_robots_txt", "rag_enabled", "show_sources", "search_box", "search_box_dense", "facets", "gap_log")
+_FRACTIONS = ("relevance_threshold", "similarity_threshold", "gap_weak_relevance")  # 0..1
 DEBUG_LOG_LEVELS = ("off", "info", "debug")
-_PATHS = ("site", "output", "cache_dir", "glossary", "thesaurus", "generated_learns", "index", "notes")
+_PATHS = ("site", "output", "cache_dir", "glossary", "thesaurus", "generated_learns", "index", "notes", "gap_log_file")
 DEFAULT_NOTES = Path(".knowledge-notes.sqlite")
 GENERATED_LEARNS = Path("_data") / "learns.generated.yml"
 _SEVERITIES = ("error", "warning", "off")

@@ -201,6 +201,10 @@ def search(query, index_dir, site, k, type_, category, material, level, version,
         return
     results = index.search(query, **filters)
     log_retrieval(query, [r.to_dict() for r in results])
+    if config.database_url:  # a search of the published site: the gap log, when the owner turned it on
+        from ..store.gaps import note
+
+        note(config, "search", query, results)
     best = _best_relevance(index, query, results, filters) if min_relevance is not None and not results else None
     if fmt == "json":
         answer = {"query": query, "relevant": any(r.relevant for r in results),
@@ -436,9 +440,10 @@ from . import lint as _lint  # noqa: E402
 from . import slack as _slack  # noqa: E402
 from . import sources as _sources  # noqa: E402
 from . import store as _store  # noqa: E402
+from . import gaps as _gaps  # noqa: E402
 from . import teach as _teach  # noqa: E402
 
 for _command in (_lint.check, _lint.suggest_ids, _lint.validate, _store.publish, _store.db, _store.serve,
                  _sources.sources, _ask.ask, _slack.slack, _install.install_search, _teach.outline,
-                 _teach.learning_path, _teach.chunk):
+                 _teach.learning_path, _teach.chunk, _gaps.gaps):
     main.add_command(_command)

@@ -74,17 +74,18 @@ class Answer:
         return asdict(self)
 
 
-def ask(question: str, config, *, index=None, sources=None, client=None) -> Answer:
+def ask(question: str, config, *, index=None, sources=None, client=None, channel: str = "ask") -> Answer:
     """Answer `question` from the site (`index`: a KnowledgeIndex or SearchService, default
     open_search(config)) and the web sources (`sources`: a SourceStore, default the configured store
     when it exists) through the chat model (`client`: an openai.OpenAI, default one for
-    chat_base_url / OPENAI_API_KEY). Each given object stays open; those opened here are closed."""
+    chat_base_url / OPENAI_API_KEY). Each given object stays open; those opened here are closed.
+    `channel` (ask, slack): what the gap log records the question under when the owner turned it on."""
     question = (question or "").strip()
     if not question:
         raise KnowledgeBuildError("the question is empty. Fix: ask a question about the site, as a sentence.")
     if client is None:
         client = chat_client(config)
-    results, note = _retrieve(question, config, index, sources)
+    results, note = _retrieve(question, config, index, sources, channel)
     messages = build_messages(question, results, note, identity_of(config, index))
     text = _chat(client, config.chat_model or DEFAULT_MODEL, messages)
     retrieval = [_summary(rank, r) for rank, r in enumerate(results, 1)]
@@ -167,14 +168,14 @@ def _message(exc) -> str:
 
 # retrieval -------------------------------------------------------------------------------------
 
-def _retrieve(question: str, config, index, sources) -> tuple[list[dict], str | None]:
+def _retrieve(question: str, config, index, sources, channel: str = "ask") -> tuple[list[dict], str | None]:
     """(context results best first, note) — the note says why there is no context."""
     from .retrieval_log import log_retrieval
 
     if not config.rag_enabled:
         return [], NOTE_DISABLED
     try:
-        results = _search(question, config, index, sources)
+        results = _search(question, config, index, sources, channel)
     except InputTooLarge:
         raise
     except (KnowledgeBuildError, OSError) as exc:
@@ -184,15 +185,17 @@ def _retrieve(question: str, config, index, sources) -> tuple[list[dict], str | 
     return results, None if results else NOTE_NOTHING
 
 
-def _search(question: str, config, index, sources) -> list[dict]:
+def _search(question: str, config, index, sources, channel: str = "ask") -> list[dict]:
+    from ..store.gaps import note
     from .mcp_sources import mixed, web_result
     from .service import open_search
 
     opened = index is None
     searcher = open_search(config) if opened else index
     try:
-        site = [_site_result(searcher, r) for r in searcher.search(question, k=config.retrieval_count,
-                                                                      min_relevance=config.relevance_threshold)]
+        found = searcher.search(question, k=config.retrieval_count, min_relevance=config.relevance_threshold)
+        note(config, channel, question, found)  # the gap log, when the owner turned it on
+        site = [_site_result(searcher, r) for r in found]
         web = _web(question, config, searcher, sources)
     finally:
         if opened and hasattr(searcher, "close"):

@@ -49,18 +49,19 @@ is given) mixes chunks of crawled web pages into the list (source "web", source_
 with relevance and relevant measured the same way)."""
 
 
-def create_server(service, notes, sources=None, crawl_settings=None, site=None):
+def create_server(service, notes, sources=None, crawl_settings=None, site=None, on_search=None):
     """An MCPServer over a SearchService (site chunks), a NoteStore (writable knowledge) and, when
     given, a SourceStore (web pages: the source tools, and web chunks mixed into search_knowledge).
     `site`: the SiteIdentity its instructions and search tool name; default: the one the service's
-    manifest gives (serve() adds the settings)."""
+    manifest gives (serve() adds the settings). `on_search(query, results)`: called after each search_knowledge
+    (serve() gives the gap log's, store/gaps.py)."""
     from .mcp_sources import register_source_tools
     from .site_identity import identity_of
 
     label = (site or identity_of(None, service)).label()
     server = _strict_server_class()("knowledge-build", instructions=INSTRUCTIONS.format(site=label),
                                     version=kb.__version__)
-    _register_search(server, service, sources, SEARCH_DESCRIPTION.format(site=label))
+    _register_search(server, service, sources, SEARCH_DESCRIPTION.format(site=label), on_search)
     _register_chunk_tools(server, service)
     _register_teaching_tools(server, service)
     _register_note_tools(server, notes)
@@ -71,7 +72,7 @@ def create_server(service, notes, sources=None, crawl_settings=None, site=None):
     return server
 
 
-def _register_search(server, service, sources, description: str) -> None:
+def _register_search(server, service, sources, description: str, on_search=None) -> None:
     """search_knowledge: the site's chunks, with web chunks mixed in when a source store is given."""
     from .mcp_sources import mixed, web_results
     from .retrieval_log import log_retrieval
@@ -92,6 +93,8 @@ def _register_search(server, service, sources, description: str) -> None:
                                      level=level, min_relevance=min_relevance, version=version, language=language)
         except (kb.InputTooLarge, kb.UnknownFilterValue) as exc:
             return _error(str(exc))
+        if on_search is not None:
+            on_search(query, results)
         site = [r.to_dict() for r in results]
         filtered = any(v is not None for v in (type, category, material, level, min_relevance, version, language))
         if sources is not None and (include_sources or (include_sources is None and not filtered)):
@@ -334,7 +337,10 @@ def serve(config, transport: str = "stdio", host: str = "127.0.0.1", port: int =
     notes = (kb.NoteStore(index.embedder, None, target) if is_database_url(target)
              else kb.NoteStore(index.embedder, Path(target)))
     sources = SourceStore(index.embedder, target)
-    server = create_server(service, notes, sources, crawler_settings(config), identity_of(config, index))
+    from ..store.gaps import gap_hook
+
+    server = create_server(service, notes, sources, crawler_settings(config), identity_of(config, index),
+                           on_search=gap_hook(config)("mcp"))
     if transport == "http":
         run_http(server, host, port, token, allowed_hosts, **stream_limits)
     else:

@@ -203,7 +203,7 @@ class KnowledgeBot:
         enabled = self.config.rag_enabled
         try:
             result = ask(question, self.config, index=self.search() if enabled else None,
-                         sources=self._sources_or_none() if enabled else None, client=self._chat)
+                         sources=self._sources_or_none() if enabled else None, client=self._chat, channel="slack")
         except KnowledgeBuildError as exc:
             reply(ANSWER_FAILED.format(cause=str(exc)))
             return
