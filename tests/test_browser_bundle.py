@@ -227,15 +227,8 @@ QUERIES = ["二次方程式を公式で解きたい", "たすきがけ", "タス
 def served(built):
     """The set served by a real HTTP server on 127.0.0.1, with a blank page to run the module from."""
     output = built[0].output
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    (output.parent / "blank.html").write_text("<!DOCTYPE html><meta charset='utf-8'><title>t</title>", encoding="utf-8")
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=output.parent))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", output
+    httpd, base = _served(output)
+    yield base, output
     httpd.shutdown()
     httpd.server_close()
 

@@ -140,8 +140,7 @@ def test_a_truncated_shard_is_refused_with_a_message_not_fewer_results(context, 
 @pytest.mark.parametrize("damage", ["truncated", "without the term"])
 def test_a_damaged_posting_shard_is_refused_with_a_message(context, origin, bundle_dir, damage):
     term, number, path = _moved_term(bundle_dir)
-    _, _, shown = _search(context, origin, term)
-    assert shown  # found through its posting shard
+    assert _python_search(bundle_dir, term)  # found through its posting shard (the browser is asked once: it caches)
     if damage == "truncated":
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
         said = [path.name, "sha256"]

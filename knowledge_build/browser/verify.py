@@ -182,15 +182,20 @@ def read_shard(data: bytes, rows: int, where: Path, name: str) -> dict[str, list
             n = reader.varint()
             if 2 * n > reader.left:  # each posting takes a byte of row delta and a byte of q at least
                 raise reader.broken(f"a term declares {n} postings, more than the {reader.left} bytes left hold")
-            found, row = [], 0
-            for _ in range(n):
-                row += reader.varint()
-                if row >= rows:
-                    raise reader.broken(f"a posting names row {row} of {rows}")
-                found.append(row)
-            per_field.append((found, reader.take(n)))
+            per_field.append((_rows(reader, n, rows, "a posting"), reader.take(n)))
         out[term] = per_field
     return out
+
+
+def _rows(reader: Reader, n: int, rows: int, what: str) -> list[int]:
+    """`n` ascending rows stored as varint deltas (the first from row 0), each below `rows`."""
+    found, row = [], 0
+    for _ in range(n):
+        row += reader.varint()
+        if row >= rows:
+            raise reader.broken(f"{what} names row {row} of {rows}")
+        found.append(row)
+    return found
 
 
 def read_places(data: bytes, rows: int, where: Path, name: str, facets: int = 0,
@@ -270,12 +275,7 @@ def read_cluster(data: bytes, rows: int, dims: int, where: Path, name: str) -> t
     n = reader.varint()
     if n > reader.left:  # each row takes a byte of delta at least
         raise reader.broken(f"it declares {n} rows, more than the {reader.left} bytes left hold")
-    found, row = [], 0
-    for _ in range(n):
-        row += reader.varint()
-        if row >= rows:
-            raise reader.broken(f"a cluster names row {row} of {rows}")
-        found.append(row)
+    found = _rows(reader, n, rows, "a cluster")
     if reader.left != n * dims // 4:
         raise reader.broken(f"{reader.left} bytes follow its rows, not the {n * dims // 4} of {n} codes")
     return found, reader.take(reader.left)

@@ -15,6 +15,11 @@ from .common import INDEX_OPTION, SITE_OPTION, fail_on_library_errors
 FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 
 
+def _reading(command):
+    """The options of a command that reads a set: --index, --site, --format; library errors as one line."""
+    return INDEX_OPTION(SITE_OPTION(FORMAT_OPTION(fail_on_library_errors(command))))
+
+
 def _service(site, index_dir):
     """The set's SearchService: the artifacts hold the pages' order; a --query search asks the database first when
     one is configured, as `search` does."""
@@ -27,10 +32,7 @@ def _service(site, index_dir):
 
 @click.command("outline")
 @click.option("--material", help="Only this page: its file name without .html.")
-@INDEX_OPTION
-@SITE_OPTION
-@FORMAT_OPTION
-@fail_on_library_errors
+@_reading
 def outline(material, index_dir, site, fmt):
     """The site's pages, or one page, with their sections, boxes and tables in page order."""
     pages = _service(site, index_dir).outline(material)
@@ -53,10 +55,7 @@ def _items(items, depth: int) -> None:
 @click.argument("target")
 @click.option("--query", "as_query", is_flag=True,
               help="Read TARGET as a question: the path of the page of the search's first result.")
-@INDEX_OPTION
-@SITE_OPTION
-@FORMAT_OPTION
-@fail_on_library_errors
+@_reading
 def learning_path(target, as_query, index_dir, site, fmt):
     """What to know before a page (TARGET: its name or a box id) and what builds on it, in an order a student can follow."""
     if not target.strip():
@@ -81,10 +80,7 @@ def learning_path(target, as_query, index_dir, site, fmt):
 @click.argument("chunk_id")
 @click.option("--part", type=click.Choice(["problem", "solution"]),
               help="Only this part of a box whose answer the page marks: the problem without its answer, or the answer.")
-@INDEX_OPTION
-@SITE_OPTION
-@FORMAT_OPTION
-@fail_on_library_errors
+@_reading
 def chunk(chunk_id, part, index_dir, site, fmt):
     """One chunk whole, by its id (an old id that moved gives the chunk it moved to, and says so)."""
     found = _service(site, index_dir).get(chunk_id.strip(), part)
