@@ -39,6 +39,7 @@ class Config:
     cache_dir: Path = field(default_factory=lambda: _default_cache_dir())
     box_classes: tuple[str, ...] = DEFAULT_BOX_CLASSES
     boxes: tuple[tuple[str, str], ...] = DEFAULT_BOXES  # (CSS selector, kind): boxes by selector (admonitions …)
+    answer_selector: str | None = None  # CSS selector of what holds an exercise's answer in a box (html/box_text.py)
     exclude: tuple[str, ...] = ()  # glob patterns, relative to the site
     glossary: Path | None = None  # extra term -> slug file for suggest-ids
     thesaurus: Path | None = None  # extra student wording -> textbook terms file, added at query time
@@ -327,6 +328,22 @@ def _boxes(value, origin: str, key: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def _selector(value, origin: str, key: str) -> str | None:
+    """A CSS selector, checked; "" is none."""
+    from cssselect import SelectorError
+    from lxml.cssselect import CSSSelector
+
+    text = str(value).strip()
+    if not text:
+        return None
+    try:
+        CSSSelector(text)
+    except SelectorError as exc:
+        raise ConfigError(f"{origin}: {key}: {text!r} is not a CSS selector ({exc}). Fix: write one such as "
+                          "'.answer' or 'div.kaitou'.") from None
+    return text
+
+
 def positive_seconds(value, origin: str, key: str = "embedding_timeout") -> float:
     try:
         seconds = float(value)
@@ -395,7 +412,7 @@ _COERCERS = {
     **dict.fromkeys(("box_classes", "exclude", "allow_hosts"), _names),
     "debug_log": _debug_log, "store": _store, "sections": _sections, "artifact_schema": _artifact_schema,
     "database_url": _database_url,
-    "dense_index": _dense_index, "embedder": _embedder, "boxes": _boxes,
+    "dense_index": _dense_index, "embedder": _embedder, "boxes": _boxes, "answer_selector": _selector,
     **dict.fromkeys(("site_name", "site_description"), _line),
 }
 

@@ -173,14 +173,15 @@ def _scan_pages(site: Site, paths: list[Path], config: Config, slugs: TokenCache
     ids) and the parts of pages seen by an earlier build come from the cache, so a rebuild meeting no
     new page needs no tokenizer and reads no page as sections again (section_memory.py)."""
     if config.sections == "off" or slugs is None:
-        yield from (scan_page(site, path, config.box_classes, config.sections, config.boxes) for path in paths)
+        yield from (scan_page(site, path, config.box_classes, config.sections, config.boxes, config.answer_selector)
+                    for path in paths)
         return
     from .html.section_memory import parts_recipe, remembered, slug_recipe
 
     recipe, parts_of = slug_recipe(), parts_recipe()
     with remembered(slugs.slugs(recipe), slugs.parts_lookup(parts_of)) as memory:
         for number, path in enumerate(paths, 1):
-            yield scan_page(site, path, config.box_classes, config.sections, config.boxes)
+            yield scan_page(site, path, config.box_classes, config.sections, config.boxes, config.answer_selector)
             if number % PARTS_FLUSH == 0:
                 slugs.put_parts(parts_of, memory.fresh_parts)
                 memory.fresh_parts = {}

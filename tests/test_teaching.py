@@ -224,3 +224,30 @@ def test_the_problem_part_of_an_exercise_holds_none_of_its_answer(site_dir, tmp_
     got, bad = asyncio.run(session())
     assert got["part"] == "problem" and "21" not in json.dumps(got, ensure_ascii=False)
     assert bad.is_error and bad.content[0].text == "part must be one of problem, solution, not 'answer'"
+
+
+KAITOU = """---
+layout: material
+title: 解答欄
+level: 基礎
+---
+<div class="example-box" id="ex-kaitou"><strong>練習：一次方程式</strong>
+<p>3x + 2 = 11 を解きなさい。</p>
+<div class="kaitou"><p>移項して 3x = 9、よって x = 3 となる。</p></div>
+</div>
+"""
+
+
+def test_a_configured_answer_selector_marks_what_the_site_uses_for_answers(site_dir, tmp_path):
+    (site_dir / "junior" / "解答欄.html").write_text(KAITOU, encoding="utf-8")
+
+    def chunk_of(**settings):
+        config = kb.load_config(site=site_dir, cache_dir=tmp_path / "cache", output=tmp_path / "v2", env={}, **settings)
+        output = kb.build(config, embedder=FakeEmbedder()).output
+        return kb.KnowledgeIndex.open(output, embedder=FakeEmbedder()).get("解答欄#ex-kaitou")
+
+    assert chunk_of().solution == ""  # a class the tool does not know marks nothing by itself
+    marked = chunk_of(answer_selector="div.kaitou")
+    assert "x = 3" in marked.solution and "x = 3" not in marked.problem and "11 を解きなさい" in marked.problem
+    with pytest.raises(kb.ConfigError, match="answer_selector: 'div..' is not a CSS selector"):
+        kb.load_config(env={"KB_ANSWER_SELECTOR": "div.."})

@@ -94,9 +94,10 @@ _ANSWER_CLASS = re.compile(r"(?:^|[\s_-])(?:answers?|solutions?)(?:$|[\s_-])", r
 _MARKER_TAGS = {"h1", "h2", "h3", "h4", "h5", "h6", "strong", "b", "dt", "summary", "th"}
 
 
-def _answer_block(node) -> bool:
-    """Whether `node` holds an answer whole: a class that says so, or a <details> whose summary says so."""
-    if _ANSWER_CLASS.search(node.get("class") or ""):
+def _answer_block(node, configured=frozenset()) -> bool:
+    """Whether `node` holds an answer whole: the site's answer_selector picks it, a class says so, or it is a
+    <details> whose summary says so."""
+    if node in configured or _ANSWER_CLASS.search(node.get("class") or ""):
         return True
     if node.tag != "details":
         return False
@@ -104,10 +105,11 @@ def _answer_block(node) -> bool:
     return summary is not None and bool(_ANSWER_WORD.match(node_text(summary)))
 
 
-def answer_parts(node) -> tuple[str, str] | None:
+def answer_parts(node, configured=frozenset()) -> tuple[str, str] | None:
     """(problem, solution) texts of a box whose answer is marked (see _ANSWER_WORD), or None: the problem is every
     text of the box outside the answer, the solution every text inside it (the <summary> of an answer's <details> in
-    neither). Nested knowledge elements and what is not rendered are left out, as node_text leaves them."""
+    neither). `configured`: the elements the site's answer_selector picks (config.py). Nested knowledge elements and
+    what is not rendered are left out, as node_text leaves them."""
     problem: list[str] = []
     solution: list[str] = []
     after = False  # past a marker: the rest of the box is answer
@@ -118,7 +120,7 @@ def answer_parts(node) -> tuple[str, str] | None:
         if isinstance(item, str):
             (solution if inside or after else problem).append(item)
             continue
-        if item is not node and not inside and item.tag != "summary" and _answer_block(item):
+        if item is not node and not inside and item.tag != "summary" and _answer_block(item, configured):
             inside = marked = True
         elif item is not node and item.tag in _MARKER_TAGS and not inside and _ANSWER_WORD.match(node_text(item)):
             after = marked = True

@@ -26,7 +26,7 @@ from ..errors import KnowledgeBuildError
 
 log = logging.getLogger("knowledge_build.build")
 MEMO_DIR = "builds"
-_SHAPING = ("baseurl", "sections", "box_classes", "boxes", "exclude", "missing_id", "prefix_mismatch", "artifact_schema",
+_SHAPING = ("baseurl", "sections", "box_classes", "boxes", "answer_selector", "exclude", "missing_id", "prefix_mismatch", "artifact_schema",
             "dense_index", "exact_max_rows", "embedder", "embedding_model", "embedding_dimensions", "base_url",
             "search_box", "search_box_dense", "thesaurus")
 

@@ -8,6 +8,8 @@ content.
 
 from __future__ import annotations
 
+import functools
+
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -30,10 +32,12 @@ from .page import KnowledgeElement, Page, UnanchoredBox, page_diagnostic, read_p
 _BENIGN_PARSER_MESSAGES = re.compile(r"Tag \S+ invalid|htmlParseEntityRef|Unexpected end tag : p\b|ID \S+ already defined")
 
 
-def scan_page(site: Site, path: Path, box_classes=(), sections: str = "off", boxes=()) -> Page:
+def scan_page(site: Site, path: Path, box_classes=(), sections: str = "off", boxes=(),
+              answer_selector: str | None = None) -> Page:
     """The page's knowledge elements; with `sections` other than "off" also all its parts (which of
     them become chunks is chunks.py's choice). `box_classes` and `boxes` ((CSS selector, kind) pairs)
-    say what a box is on this site."""
+    say what a box is on this site; `answer_selector` what holds an exercise's answer in a box, besides
+    what marks one anyway (html/box_text.answer_parts)."""
     rel = path.relative_to(site.root)
     material = site.materials.get(rel.as_posix()) or path.stem
     page = Page(path=path, rel=rel.as_posix(), material=material, url_path="")
@@ -47,7 +51,7 @@ def scan_page(site: Site, path: Path, box_classes=(), sections: str = "off", box
     page.url_path = permalink(site, rel, page.front_matter)
     if body.strip():
         _scan_html(page, body, offset, tuple(box_classes), sections != "off" and site.kind, tuple(boxes),
-                   site.title_suffix)
+                   site.title_suffix, answer_selector)
     if page.elements and site.kind == "source" and not page.has_front_matter:
         page.diagnostics.append(page_diagnostic(page, 1, 1, "warning", "no-front-matter",
                                       "page has knowledge elements but no front matter, so Jekyll copies it "
@@ -91,7 +95,7 @@ def _document(body: str, parser):
 
 
 def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...], parts_of: str = "",
-               box_selectors: tuple = (), site_name: str = "") -> None:
+               box_selectors: tuple = (), site_name: str = "", answer_selector: str | None = None) -> None:
     """Elements (and, when `parts_of` names the site's kind, parts) of the page's HTML.
 
     A box is an element with a box class (`box_classes`) or one that a `boxes` selector picks (an
@@ -128,6 +132,7 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
                 return
             page.title = heading
     selected = selected_boxes(root, box_selectors)
+    answers = set(_compiled_answers(answer_selector)(root)) if answer_selector else set()
     seen: dict[str, int] = {}
     box_lines: list[int] = []
     counted = [0, 0]  # knowledge ids, box class names: what the cheap lost-box check compares
@@ -165,7 +170,7 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
             continue
         if knowledge_id or (kind and not boxes):
             anchored[node] = knowledge_id
-            element = (_element(page, node, node_id, line, boxes) if knowledge_id
+            element = (_element(page, node, node_id, line, boxes, answers) if knowledge_id
                        else _selected_element(page, node, kind, line, seen))
             if element is None:
                 continue
@@ -299,7 +304,7 @@ def _report_lost_boxes(page: Page, body: str, offset: int, box_classes, box_line
                                       "move it inside <body> and check the markup before it"))
 
 
-def _element(page: Page, node, node_id: str, line: int, boxes: list[str]) -> KnowledgeElement | None:
+def _element(page: Page, node, node_id: str, line: int, boxes: list[str], answers=frozenset()) -> KnowledgeElement | None:
     text = strip_emoji(node_text(node))
     if not text:
         page.diagnostics.append(page_diagnostic(page, line, 1, "warning", "empty-box",
@@ -316,7 +321,7 @@ def _element(page: Page, node, node_id: str, line: int, boxes: list[str]) -> Kno
     inside = list(descendants(node))
     items = tuple(clean(node_text(li)) for li in inside if li.tag == "li")
     bold = [strip_emoji(node_text(b)).strip(" ：:") for b in inside if b.tag in ("strong", "b")]
-    parts = answer_parts(node)
+    parts = answer_parts(node, answers)
     return KnowledgeElement(
         id=node_id,
         type=type_of_id(node_id),
@@ -344,6 +349,13 @@ SHORT_TITLE = 8  # an admonition title this short is its kind's label (Tip, 注�
 
 
 @lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=8)
+def _compiled_answers(selector: str):
+    from lxml.cssselect import CSSSelector
+
+    return CSSSelector(selector)
+
+
 def _compiled(box_selectors: tuple) -> tuple:
     from lxml.cssselect import CSSSelector
 
