@@ -152,3 +152,8 @@ def test_gaps_groups_off_topic_questions_by_theme_and_shows_no_wording_asked_few
     assert shown == [{"wording": themes[0]["query"], "times": 3}]  # the only one asked 3 times
     assert sum(g["count"] for g in report["groups"]) == len(rows) == report["questions"]
     assert all(g["todo"]["say"] and g["nearest"] for g in report["groups"])
+    out = tmp_path / "reports" / "gaps.html"
+    written = CliRunner().invoke(main, ["gaps", "--log", str(log), "--index", str(corpus_real_index), "--out", str(out)])
+    assert written.exit_code == 0 and f"groups of {len(rows)} questions" in written.output, written.output
+    page = out.read_text(encoding="utf-8")
+    assert f"「{themes[0]['query']}」 ×3" in page and themes[1]["query"] not in page

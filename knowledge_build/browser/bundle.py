@@ -57,6 +57,7 @@ from ..text.romaji import table as romaji_table
 from ..text.slugs import english_terms
 from ..text.tex import readable
 from .analysis import MIN_READING, analyze_document, fold, term_key
+from .binary import put_rows, put_text, shards
 from .binary import fnv1a, put_varint as _put_varint  # noqa: F401  (bundle.fnv1a, bundle._put_varint: the tests')
 
 log = logging.getLogger("knowledge_build.build")
@@ -320,13 +321,12 @@ def _dense_files(chunks, fields: dict, dense, files: dict[str, bytes]) -> dict |
     if tables is None:
         return None
     entry, pieces, codes, offset, centres = tables.files()
-    for kind, key, parts in (*((k, v, p) for (k, v), p in zip(DENSE_KINDS.items(), (pieces, codes, [offset]))),
-                             *([(*CENTRES, [centres])] if centres else [])):
-        names = []
-        for data in parts:
-            files[file_name(kind, digest(data))] = data
-            names.append(digest(data))
-        entry[key] = pack(names)
+    written = {"v": pieces, "c": codes, "k": [offset]}
+    keys = dict(DENSE_KINDS)
+    if centres:
+        written[CENTRES[0]], keys[CENTRES[0]] = [centres], CENTRES[1]
+    for kind, parts in written.items():
+        entry[keys[kind]] = pack(_write_files(parts, kind, files))
     return entry
 
 
@@ -348,40 +348,25 @@ def _term_shards(fields: dict, files: dict[str, bytes]) -> tuple[list[bytes], li
     every = sorted(set().union(*(f.keys() for f in fields.values())))
     encoded, moved = {}, {}
     for term in every:
-        raw = term.encode("utf-8")
         head = bytearray()
-        _put_varint(len(raw), head)
-        head += raw
+        put_text(term, head)
         data = bytearray(head)
         for name in FIELDS:
             rows, q = fields[name].get(term, ((), b""))
-            _put_varint(len(rows), data)
-            previous = 0
-            for row in rows:
-                _put_varint(row - previous, data)
-                previous = row
+            put_rows(rows, data)
             data += q
         if len(data) - len(head) > INLINE_BYTES:  # in its key's shard with no postings; they are in a posting shard
             moved[term] = bytes(data)
             data = head + bytes(len(FIELDS))
         encoded[term] = bytes(data)
-    terms = _shards(encoded, lambda term: term_key(term), "t", files)
-    return terms, _shards(moved, lambda term: term, "o", files) if moved else []
+    terms = _write_files(shards(encoded, term_key, SHARD_BYTES, MAX_SHARDS), "t", files)
+    return terms, _write_files(shards(moved, lambda term: term, SHARD_BYTES, MAX_SHARDS), "o", files) if moved else []
 
 
-def _shards(encoded: dict[str, bytes], key, kind: str, files: dict[str, bytes]) -> list[bytes]:
-    """Write `encoded` (term -> its bytes, sorted by term) into shards of `kind`, each term in the shard the
-    FNV-1a hash of key(term) picks; as many shards as keep their mean near SHARD_BYTES, at most MAX_SHARDS."""
-    total = sum(len(v) for v in encoded.values())
-    count = 1
-    while count < MAX_SHARDS and total / count > SHARD_BYTES:
-        count *= 2
-    shards: list[list[bytes]] = [[] for _ in range(count)]
-    for term, data in encoded.items():
-        shards[fnv1a(key(term)) % count].append(data)
+def _write_files(parts: list[bytes], kind: str, files: dict[str, bytes]) -> list[bytes]:
+    """Put each of `parts` into `files` as a file of `kind`; their digests, in order."""
     names = []
-    for parts in shards:
-        data = b"".join(parts)
+    for data in parts:
         files[file_name(kind, digest(data))] = data
         names.append(digest(data))
     return names

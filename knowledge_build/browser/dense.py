@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .binary import fnv1a, put_varint
+from .binary import put_rows, put_text, shards
 
 DIMS = 128  # principal axes of the chunks' vectors a code and a mapped piece keep (docs/retrieval.md)
 RIDGE = 0.01  # the map's ridge (0.1 to 30 measured worse)
@@ -85,17 +85,10 @@ class DenseTables:
         encoded = {}
         for term in sorted(self.pieces):
             weight, scale, row = self.pieces[term]
-            raw = term.encode("utf-8")
             data = bytearray()
-            put_varint(len(raw), data)
-            encoded[term] = bytes(data) + raw + struct.pack("<ff", weight, scale) + row
-        total = sum(map(len, encoded.values()))
-        count = 1
-        while count < MAX_PIECE_SHARDS and total / count > PIECE_SHARD_BYTES:
-            count *= 2
-        shards: list[list[bytes]] = [[] for _ in range(count)]
-        for term in sorted(encoded):
-            shards[fnv1a(term) % count].append(encoded[term])
+            put_text(term, data)
+            encoded[term] = bytes(data) + struct.pack("<ff", weight, scale) + row
+        pieces = shards(encoded, lambda term: term, PIECE_SHARD_BYTES, MAX_PIECE_SHARDS)
         packed = _packed(self.codes)
         settings = SearchSettings()  # the CLI's fusion: its depth and channel weights
         entry = {"dims": self.dims, "levels": list(LEVELS), "candidates": settings.candidates,
@@ -104,19 +97,15 @@ class DenseTables:
         offset = self.offset.astype("<f4").tobytes() + self.spread.astype("<f4").tobytes()
         if len(self.codes) <= MAX_ROWS:
             codes = [packed[start:start + CODE_ROWS].tobytes() for start in range(0, len(packed), CODE_ROWS)]
-            return entry, [b"".join(s) for s in shards], codes, offset, None
+            return entry, pieces, codes, offset, None
         centres, members = clusters(self.codes, min(MAX_CLUSTERS, -(-len(self.codes) // CLUSTER_ROWS)))
         codes = []
         for rows in members:
             data = bytearray()
-            put_varint(len(rows), data)
-            previous = 0
-            for row in rows:
-                put_varint(int(row) - previous, data)
-                previous = int(row)
+            put_rows(rows, data)
             codes.append(bytes(data) + packed[rows].tobytes())
         entry["probe"] = min(PROBE, len(members))
-        return entry, [b"".join(s) for s in shards], codes, offset, _packed(centres).tobytes()
+        return entry, pieces, codes, offset, _packed(centres).tobytes()
 
 
 def _packed(codes: np.ndarray) -> np.ndarray:
@@ -137,10 +126,11 @@ def clusters(codes: np.ndarray, count: int) -> tuple[np.ndarray, list[np.ndarray
     centres = values[np.linspace(0, len(values) - 1, count).astype(np.int64)]
     for _ in range(KMEANS_ROUNDS + 1):
         scaled = np.rint(centres * 64)  # integers: exact products
+        norms = (scaled * scaled).sum(axis=1)[None, :] / 64
         near = np.empty(len(values), np.int64)
         for start in range(0, len(values), 8192):
             part = values[start:start + 8192]
-            distance = (scaled * scaled).sum(axis=1)[None, :] / 64 - 2 * (part @ scaled.T)
+            distance = norms - 2 * (part @ scaled.T)
             near[start:start + 8192] = distance.argmin(axis=1)
         sums = np.zeros_like(centres)
         np.add.at(sums, near, values)

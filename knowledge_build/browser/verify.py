@@ -62,10 +62,10 @@ def check_entry(entry, where: Path) -> dict[str, list[bytes]]:
     if not isinstance(records, dict) or not _is_count(records.get("rows"), MAX_ROWS) or records["rows"] < 1:
         raise broken("records.rows is not a count from 1")
     types, levels = entry.get("types"), entry.get("levels")
-    if not (isinstance(types, list) and len(types) < 255 and all(
+    if not (isinstance(types, list) and len(types) <= MAX_LEVELS and all(
             isinstance(t, dict) and isinstance(t.get("value"), str) and isinstance(t.get("label"), str)
             and _is_number(t.get("weight")) and _is_number(t.get("named")) and _strings(t.get("words")) for t in types)
-            and len(types) <= MAX_LEVELS and isinstance(levels, list) and len(levels) <= MAX_LEVELS and all(
+            and isinstance(levels, list) and len(levels) <= MAX_LEVELS and all(
             isinstance(v, dict) and isinstance(v.get("value"), str) and isinstance(v.get("label"), str) for v in levels)):
         raise broken("types or levels are not lists of values and labels")
     for key in FACET_KEYS:  # only on a site with versions or languages (site/facets.py)

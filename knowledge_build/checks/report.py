@@ -86,24 +86,25 @@ def _index_info(index_dir: Path) -> dict | None:
             "aliases": [{"old": old, "new": new} for old, new in aliases.items()]}
 
 
-def render_html(data: dict) -> str:
+def render_html(data: dict, template: str = "report.html.j2") -> str:
+    """`data` through one of the package's templates (the coverage report's, or the gaps report's)."""
     import jinja2
 
     environment = jinja2.Environment(loader=jinja2.PackageLoader("knowledge_build", "templates"),
                                      autoescape=jinja2.select_autoescape(["html", "j2"]))
-    return environment.get_template("report.html.j2").render(**data, types=TYPES)
+    return environment.get_template(template).render(**data, types=TYPES)
 
 
 class ReportNotWritable(KnowledgeBuildError):
     """The HTML report cannot be written where asked."""
 
 
-def write_report(data: dict, out: Path) -> Path:
+def write_report(data: dict, out: Path, template: str = "report.html.j2") -> Path:
     """Render and write the report atomically: a reader sees the old file or the new one."""
     from ..fsutil import atomic_write
 
     try:
-        atomic_write(Path(out), render_html(data).encode("utf-8"))
+        atomic_write(Path(out), render_html(data, template).encode("utf-8"))
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise ReportNotWritable(f"cannot write the report to '{out}' ({reason}). Fix: pass --out a file in a "

@@ -47,12 +47,7 @@ def gaps(index_dir, site, log_file, out, fmt, forget):
     if fmt == "json":
         click.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
-    from ..fsutil import atomic_write
+    from ..checks.report import write_report
 
-    import jinja2
-
-    environment = jinja2.Environment(loader=jinja2.PackageLoader("knowledge_build", "templates"),
-                                     autoescape=jinja2.select_autoescape(["html", "j2"]))
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(Path(out), environment.get_template("gaps.html.j2").render(**report).encode("utf-8"))
+    write_report(report, out, "gaps.html.j2")
     click.echo(f"wrote {out}: {len(report['groups'])} groups of {report['questions']} questions")

@@ -120,16 +120,17 @@ def answer_parts(node, configured=frozenset()) -> tuple[str, str] | None:
         if isinstance(item, str):
             (solution if inside or after else problem).append(item)
             continue
-        if item is not node and not inside and item.tag != "summary" and _answer_block(item, configured):
+        block = item is not node and not inside and item.tag != "summary" and _answer_block(item, configured)
+        if block:
             inside = marked = True
         elif item is not node and item.tag in _MARKER_TAGS and not inside and _ANSWER_WORD.match(node_text(item)):
             after = marked = True
-        if item.text and not (item.tag == "summary" and item.getparent() is not None and _answer_block(item.getparent())):
+        if item.text:
             (solution if inside or after else problem).append(item.text)
         for child in reversed(item):
             if child.tail:
                 todo.append((child.tail, inside))
-            if isinstance(child.tag, str) and not _skip(child, ""):
+            if isinstance(child.tag, str) and not _skip(child, "") and not (block and child.tag == "summary"):
                 gap = [(" ", inside)] if child.tag in _BLOCK_TAGS else []
                 todo += gap + [(child, inside)] + gap
     if not marked:

@@ -61,8 +61,10 @@ def aliases_for(previous: list[dict], previous_aliases: dict[str, str], chunks) 
     taken: set[str] = set()
     moved: dict[str, str] = {}
     by_hash: dict[str, list] = {}
+    by_place: dict[tuple[str, str], list] = {}  # (page, kind): the only candidates of step 2
     for c in fresh:
         by_hash.setdefault(c.content_hash, []).append(c)
+        by_place.setdefault((c.material, c.type), []).append(c)
     for p in gone:  # 1: the same content
         found = [c for c in by_hash.get(p["content_hash"], []) if c.id not in taken]
         found.sort(key=lambda c: (c.material != p["material"], c.type != p["type"], c.id))
@@ -75,8 +77,8 @@ def aliases_for(previous: list[dict], previous_aliases: dict[str, str], chunks) 
             continue
         mine = _bigrams(p["content"])
         scored = []
-        for c in fresh:
-            if c.id in taken or c.material != p["material"] or c.type != p["type"]:
+        for c in by_place.get((p["material"], p["type"]), []):
+            if c.id in taken:
                 continue
             if c.id not in grams:
                 grams[c.id] = _bigrams(c.content)

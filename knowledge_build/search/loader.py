@@ -7,8 +7,6 @@ index the dense channel (channels.py).
 
 from __future__ import annotations
 
-import json
-
 from functools import lru_cache
 from pathlib import Path
 
@@ -127,8 +125,7 @@ class ArtifactSet:
         if self._aliases is None:
             from ..index.aliases import read_aliases
 
-            found = read_aliases(self.path, self.manifest)
-            self._aliases = found
+            self._aliases = read_aliases(self.path, self.manifest)
         return self._aliases
 
     def row_of(self, chunk_id: str) -> int | None:

@@ -61,10 +61,11 @@ class GapLog:
         Rows past the retention go first."""
         if channel not in CHANNELS:
             raise ValueError(f"unknown channel {channel!r}")
-        day = (self.day or today()).isoformat()
+        now = self.day or today()
+        day = now.isoformat()
         best = max((relevance for _, relevance in results), default=0.0)
         with self.db:
-            cutoff = ((self.day or today()) - timedelta(days=self.retention_days)).isoformat()
+            cutoff = (now - timedelta(days=self.retention_days)).isoformat()
             self.db.execute("delete from gaps where day < ?", (cutoff,))
             self.db.execute("delete from answered where day < ?", (cutoff,))
             if best >= weak:

@@ -183,6 +183,17 @@ const utf8 = (data, name, what) => {
   try { return new TextDecoder("utf-8", { fatal: true }).decode(data); } catch { throw broken(name, what); }
 };
 
+// `n` ascending rows stored as varint deltas (the first from row 0), each below `rows` (browser/verify.py _rows).
+function readRows(read, n, rows, name, what) {
+  const found = new Array(n);
+  for (let i = 0, row = 0; i < n; i++) {
+    row += read.varint();
+    if (row >= rows) throw broken(name, `${what} names row ${row} of ${rows}`);
+    found[i] = row;
+  }
+  return found;
+}
+
 function readShard(data, rows, name) {
   const out = new Map(), read = reader(data, name);
   while (read.left()) {
@@ -191,13 +202,7 @@ function readShard(data, rows, name) {
       const n = read.varint();
       // each posting takes a byte of row delta and a byte of q at least
       if (2 * n > read.left()) throw broken(name, `a term declares ${n} postings, more than the ${read.left()} bytes left hold`);
-      const found = new Array(n);
-      for (let i = 0, row = 0; i < n; i++) {
-        row += read.varint();
-        if (row >= rows) throw broken(name, `a posting names row ${row} of ${rows}`);
-        found[i] = row;
-      }
-      perField.push([found, read.take(n)]);
+      perField.push([readRows(read, n, rows, name, "a posting"), read.take(n)]);
     }
     out.set(term, perField);
   }
@@ -404,12 +409,7 @@ function readOffset(data, dims, name) {
 function readCluster(data, rows, dims, name) {
   const read = reader(data, name), n = read.varint();
   if (n > read.left()) throw broken(name, `it declares ${n} rows, more than the ${read.left()} bytes left hold`);
-  const found = new Array(n);
-  for (let i = 0, row = 0; i < n; i++) {
-    row += read.varint();
-    if (row >= rows) throw broken(name, `a cluster names row ${row} of ${rows}`);
-    found[i] = row;
-  }
+  const found = readRows(read, n, rows, name, "a cluster");
   if (read.left() !== n * dims / 4) throw broken(name, `${read.left()} bytes follow its rows, not the ${n * dims / 4} of ${n} codes`);
   return [found, read.take(read.left())];
 }
