@@ -81,6 +81,9 @@ class Config:
     gap_retention_days: int = 90  # the gap log keeps a day's rows this many days (enforced on every write)
     gap_weak_relevance: float = 0.6  # a question whose best result's relevance is lower is kept in the gap log
     gap_min_wording: int = 3  # gaps: a wording is shown only when asked at least this many times
+    gap_box_per_minute: int = 30  # the database keeps at most this many of the search box's reports a minute
+    gap_report_url: str | None = None  # the box reports weak questions to this database's REST endpoint (Supabase)
+    gap_report_key: str | None = None  # ... with this key (the anonymous one: it may only call knowledge_report_gap)
     site_name: str | None = None  # ask, Slack, MCP: the site's name; None: the one the build read from the site
     site_description: str | None = None  # the same for its one-line description
     sources: tuple[str, ...] = ()  # where each value came from, for --debug output
@@ -99,7 +102,7 @@ _FIELDS = {f.name for f in fields(Config)} - {"sources"}
 # Every setting has its environment variable: KB_ and the setting's name in capitals (KB_CACHE_DIR).
 _ENV = {f"KB_{name.upper()}": name for name in sorted(_FIELDS)}
 _COUNTS = ("max_pages", "crawl_depth", "crawl_concurrency", "progress_interval", "retrieval_count",
-           "exact_max_rows", "gap_retention_days", "gap_min_wording")  # integers >= 1
+           "exact_max_rows", "gap_retention_days", "gap_min_wording", "gap_box_per_minute")  # integers >= 1
 _FLAGS = ("respect_robots_txt", "rag_enabled", "show_sources", "search_box", "search_box_dense", "facets", "gap_log")
 _FRACTIONS = ("relevance_threshold", "similarity_threshold", "gap_weak_relevance")  # 0..1
 DEBUG_LOG_LEVELS = ("off", "info", "debug")
@@ -344,6 +347,20 @@ def _selector(value, origin: str, key: str) -> str | None:
     return text
 
 
+def _web_url(value, origin: str, key: str) -> str | None:
+    """An http(s) URL with a host (no trailing slash); empty: not set."""
+    from urllib.parse import urlsplit
+
+    text = str(value or "").strip().rstrip("/")
+    if not text:
+        return None
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"{origin}: {key} must be an http:// or https:// URL, got {text!r}. Fix: give the "
+                          "project's URL, such as https://xyz.supabase.co (its REST API is <URL>/rest/v1).")
+    return text
+
+
 def positive_seconds(value, origin: str, key: str = "embedding_timeout") -> float:
     try:
         seconds = float(value)
@@ -413,7 +430,8 @@ _COERCERS = {
     "debug_log": _debug_log, "store": _store, "sections": _sections, "artifact_schema": _artifact_schema,
     "database_url": _database_url,
     "dense_index": _dense_index, "embedder": _embedder, "boxes": _boxes, "answer_selector": _selector,
-    **dict.fromkeys(("site_name", "site_description"), _line),
+    **dict.fromkeys(("site_name", "site_description", "gap_report_key"), _line),
+    "gap_report_url": _web_url,
 }
 
 

@@ -96,7 +96,7 @@ def test_a_database_at_the_first_006_gets_todays_functions_on_one_publish(fresh_
         assert conn.execute("select count(*) from search_knowledge(query_text => %s)", (long_query,)).fetchone()
     before = _health(fake_index_dir, fresh_db)
     assert before["database_functions"] == "outdated"
-    assert before["database_functions_outdated"] == ["checks", "lexical", "search"]
+    assert before["database_functions_outdated"] == ["checks", "gaps", "lexical", "search"]
     assert len(before["warnings"]) == 1 and before["warnings"][0].endswith(before["database_functions_fix"])
     assert before["database_functions_fix"].startswith("run 'knowledge-build db migrate --dim 64' or "
                                                        "'knowledge-build publish' as the database's owner")
@@ -104,7 +104,8 @@ def test_a_database_at_the_first_006_gets_todays_functions_on_one_publish(fresh_
                                         "--format", "json"])
     found = [d for d in json.loads(checked.stdout)["diagnostics"] if d["rule"] == "database-functions"]
     assert len(found) == 1 and found[0]["severity"] == "warning", checked.output
-    assert "functions/checks.sql, functions/lexical.sql, functions/search.sql" in found[0]["message"]
+    assert ("functions/checks.sql, functions/gaps.sql, functions/lexical.sql, functions/search.sql"
+            in found[0]["message"])
     assert "knowledge-build db migrate --dim 64" in found[0]["fix"]
 
     published = CliRunner().invoke(main, ["publish", "--index", str(fake_index_dir), "--database-url", fresh_db])
@@ -143,7 +144,7 @@ def test_a_database_at_an_earlier_006_gets_todays_schema_and_functions_on_one_pu
 
 def test_publishing_again_with_the_same_code_applies_no_function(published_db, fake_index_dir):
     before = _recorded(published_db)
-    assert set(before) == {"checks", "lexical", "search"}
+    assert set(before) == {"checks", "gaps", "lexical", "search"}
     again = CliRunner().invoke(main, ["publish", "--index", str(fake_index_dir), "--database-url", published_db])
     assert again.exit_code == 0, again.output
     assert "migrating" not in again.stderr

@@ -1,10 +1,14 @@
 """Questions nobody answered (issue 42, items 1 and 2): the gap log keeps nothing unless the owner turns it on; then
 it keeps the weakly answered questions (day, channel, text, results), counts the others, forgets on request and past
-its retention; `knowledge-build gaps` groups them by meaning."""
+its retention; `knowledge-build gaps` groups them by meaning, the search box's (in the owner's database,
+tests/test_gaps_box.py) with the others."""
 
 import asyncio
+import functools
+import http.server
 import json
 import sqlite3
+import threading
 from collections import Counter
 from datetime import date, timedelta
 from pathlib import Path
@@ -115,29 +119,112 @@ def test_gaps_without_a_log_says_how_to_turn_it_on(tmp_path, monkeypatch):
     assert result.exit_code == 1 and "no gap log" in result.output and "KB_GAP_LOG=true" in result.output
 
 
+@pytest.fixture
+def corpus_box(corpus_real_index, pg_server, tmp_path):
+    """The reference corpus published to a database of its own with the gap log on, a loopback stand-in for PostgREST
+    over it, and a page holding the search box (the set's bundle, its gap report pointed at the stand-in) served on
+    127.0.0.1; yields (page URL, database URL, stand-in)."""
+    from knowledge_build.store.postgres import connect, publish
+
+    from .conftest import new_database
+    from .postgrest import KEY, PostgrestStandIn
+
+    url = new_database(pg_server["url"], prefix="kb_gapcorpus_")
+    with connect(url) as conn:
+        publish(conn, corpus_real_index, gap_settings=kb.load_config(env={}, gap_log=True, gap_box_per_minute=1000))
+    rest = PostgrestStandIn(url)
+    threading.Thread(target=rest.serve_forever, daemon=True).start()
+    www = tmp_path / "www"
+    www.mkdir()
+    (www / "set").symlink_to(corpus_real_index, target_is_directory=True)
+    (www / "index.html").write_text(
+        '<!DOCTYPE html><html lang="ja"><head><meta charset="utf-8"><title>box</title></head><body>'
+        f'<div class="knowledge-search" data-bundle="/set/" data-gap-report="{rest.url}" data-gap-key="{KEY}"></div>'
+        '<p><a id="away" href="#">away</a></p><script type="module" src="/set/knowledge-search-ui.js"></script>'
+        '</body></html>', encoding="utf-8")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=www))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/index.html", url, rest
+    httpd.shutdown()
+    httpd.server_close()
+    rest.shutdown()
+    rest.server_close()
+
+
+def _through_the_box(browser, page: str, asked: list[tuple[str, list[str]]], rest) -> None:
+    """Each question typed into the box as a student would: when one of the results shown is an answer the set is
+    labelled with (by its link's anchor), the student opens it (the page stays: the link's navigation is
+    prevented, the box's own click handling is not); else they leave the results (Escape)."""
+    from .test_gaps_box import RPC, TIMEOUT_MS, _reports, _type
+
+    context = browser.new_context()
+    context.set_default_timeout(TIMEOUT_MS)
+    tab = context.new_page()
+    tab.goto(page, wait_until="load")
+    tab.evaluate("document.addEventListener('click', (e) => { if (e.target.closest('a')) e.preventDefault(); }, true)")
+    before = sum(path == RPC for path in rest.requests)
+    for n, (query, relevant) in enumerate(asked, 1):
+        _type(tab, query)
+        anchors = tab.eval_on_selector_all("[role=option] a", "links => links.map(a => decodeURIComponent(new URL("
+                                           "a.href).hash.slice(1)))")
+        wanted = {r.split("#", 1)[1] for r in relevant}
+        opened = next((i for i, anchor in enumerate(anchors) if anchor in wanted), None)
+        if opened is None:
+            tab.locator("input[role=combobox]").press("Escape")
+        else:
+            tab.locator("[role=option] a").nth(opened).click()
+        _reports(rest, before + n)
+        tab.locator("input[role=combobox]").press("Escape")  # the field cleared for the next one
+    context.close()
+
+
 @pytest.mark.model
 @pytest.mark.corpus
+@pytest.mark.db
+@pytest.mark.browser
 def test_gaps_groups_off_topic_questions_by_theme_and_shows_no_wording_asked_fewer_than_k_times(
-        corpus_real_index, dev_queries, tmp_path):
-    """200 questions through MCP and ask: 60 off the site's topics in 6 themes (data/eval/gap_themes.jsonl, written
-    before any was searched), 140 of the dev and own sets; one cooking question asked 3 times."""
-    from knowledge_build.serve.gaps_report import gap_report, group_wordings
+        corpus_real_index, corpus_box, browser, dev_queries, tmp_path):
+    """200 questions, a third each through MCP's and ask's hooks and through the search box in Chromium to the
+    corpus's own database (the anonymous role, through the stand-in for PostgREST): 60 off the site's topics in 6
+    themes (data/eval/gap_themes.jsonl, written before any was searched), 140 of the dev and own sets; one cooking
+    question asked 3 times. `gaps` takes the file's questions and the database's, judges the box's again with the
+    model, and groups them."""
+    from knowledge_build.serve.gaps_report import group_wordings
+    from knowledge_build.store import gaps_pg
 
+    page, database, rest = corpus_box
     log = tmp_path / "gaps.sqlite"
     config = kb.load_config(env={}, gap_log=True, gap_log_file=log)
     index = kb.KnowledgeIndex.open(corpus_real_index)
     themes = [json.loads(line) for line in THEMES.read_text(encoding="utf-8").splitlines()]
     own = Path(__file__).resolve().parents[1] / "data" / "eval" / "corpus_queries.jsonl"
-    on_topic = [json.loads(line)["query"] for line in dev_queries.read_text(encoding="utf-8").splitlines()] + \
-        [json.loads(line)["query"] for line in own.read_text(encoding="utf-8").splitlines()][:78]
-    asked = [t["query"] for t in themes] + on_topic + [themes[0]["query"]] * 2
+    labelled = [json.loads(line) for line in dev_queries.read_text(encoding="utf-8").splitlines()] + \
+        [json.loads(line) for line in own.read_text(encoding="utf-8").splitlines()][:78]
+    asked = [(t["query"], []) for t in themes] + [(q["query"], q["relevant"]) for q in labelled] + \
+        [(themes[0]["query"], [])] * 2
     assert len(asked) == 200
-    for i, query in enumerate(asked):
-        gap_hook(config)(("mcp", "ask")[i % 2])(query, index.search(query, k=5))
+    by_box = [item for i, item in enumerate(asked) if i % 3 == 2]
+    for i, (query, _) in enumerate(asked):
+        if i % 3 != 2:
+            gap_hook(config)(("mcp", "ask")[i % 3])(query, index.search(query, k=5))
+    _through_the_box(browser, page, by_box, rest)
+    json_report = CliRunner().invoke(main, ["gaps", "--log", str(log), "--index", str(corpus_real_index),
+                                            "--database-url", database, "--format", "json"])
+    assert json_report.exit_code == 0, json_report.output
+    report = json.loads(json_report.stdout)
     with GapLog(log) as gaps:
-        rows, answered = gaps.rows(), gaps.answered()
-    kept = {r["query"] for r in rows}
-    assert {t["query"] for t in themes} <= kept and sum(answered.values()) >= 100
+        rows = gaps.rows()
+    with psycopg.connect(database) as conn:
+        box_rows, box_answered, dropped = gaps_pg.read(conn)
+    assert dropped == 0 and box_rows and box_answered.get("box")
+    kept = {r["query"] for r in rows + box_rows}
+    assert {t["query"] for t in themes} <= kept and sum(report["answered"].values()) >= 100
+    assert report["questions"] == len(rows) + len(box_rows)
     theme_of = {t["query"]: t["theme"] for t in themes}
     recovered = []
     for theme in sorted(set(theme_of.values())):
@@ -147,13 +234,13 @@ def test_gaps_groups_off_topic_questions_by_theme_and_shows_no_wording_asked_few
             if len(inside) >= 0.6 * len(members) and len(inside) >= 0.6 * len(group):
                 recovered.append(theme)
     assert len(recovered) >= 5, recovered
-    report = gap_report(rows, answered, index, config.gap_min_wording, config.relevance_threshold)
     shown = [w for g in report["groups"] for w in g["wordings"]]
     assert shown == [{"wording": themes[0]["query"], "times": 3}]  # the only one asked 3 times
-    assert sum(g["count"] for g in report["groups"]) == len(rows) == report["questions"]
+    assert sum(g["count"] for g in report["groups"]) == report["questions"]
     assert all(g["todo"]["say"] and g["nearest"] for g in report["groups"])
     out = tmp_path / "reports" / "gaps.html"
-    written = CliRunner().invoke(main, ["gaps", "--log", str(log), "--index", str(corpus_real_index), "--out", str(out)])
-    assert written.exit_code == 0 and f"groups of {len(rows)} questions" in written.output, written.output
-    page = out.read_text(encoding="utf-8")
-    assert f"「{themes[0]['query']}」 ×3" in page and themes[1]["query"] not in page
+    written = CliRunner().invoke(main, ["gaps", "--log", str(log), "--index", str(corpus_real_index),
+                                        "--database-url", database, "--out", str(out)])
+    assert written.exit_code == 0 and f"groups of {report['questions']} questions" in written.output, written.output
+    page_text = out.read_text(encoding="utf-8")
+    assert f"「{themes[0]['query']}」 ×3" in page_text and themes[1]["query"] not in page_text

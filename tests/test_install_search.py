@@ -31,7 +31,9 @@ def test_a_jekyll_site_gets_the_include_and_the_line_to_add(site_dir):
     text = include.read_text(encoding="utf-8")
     assert text == include_text()
     # Only the empty container and the module: without JavaScript the page shows no box.
-    assert '<div class="knowledge-search" data-bundle="{{ knowledge_bundle | relative_url }}"></div>' in text
+    assert '<div class="knowledge-search" data-bundle="{{ knowledge_bundle | relative_url }}"' in text
+    # The gap report's attributes only when the site's settings turn it on (tests/test_gaps_box.py builds one).
+    assert "{%- if knowledge_gaps %} data-gap-report=" in text and "site.knowledge_build.gap_log" in text
     assert '<script type="module" src="{{ knowledge_bundle | append: \'knowledge-search-ui.js\' | relative_url }}">' \
         in text
     assert "site.knowledge_build.output_dir" in text
@@ -123,4 +125,4 @@ def test_the_box_module_is_small():
     from knowledge_build.browser import install
 
     module = Path(install.__file__).parent / "static" / "knowledge-search-ui.js"
-    assert len(gzip.compress(module.read_bytes(), 9)) <= 6144  # README: about 5 KB gzipped
+    assert len(gzip.compress(module.read_bytes(), 9)) <= 6144  # README: about 6 KB gzipped

@@ -22,6 +22,7 @@ FROZEN = {
     "010_repeatable_functions.sql": "b3a86c7576bf77118480a7125bd8349df08e9773a0d20f7f14fe049721f77b60",
     "011_facets.sql": "ca4ccea117bae812ecc7342e0a8f213dc57c98c225cf4d9d9f9ba1a6b56d369e",
     "012_aliases.sql": "caea51aa5461ed0d81b6696a054f7c1a15ec23bf947222ef8d4cbd375f9778ac",
+    "013_gap_log.sql": "41d7924590d890375fbeea744ee5a686e5d08457a04b2817b42c6c21cdbf3ef6",
 }
 # The last migration that may create a function: later ones put functions in store/functions.
 LAST_WITH_FUNCTIONS = "009_public_access.sql"

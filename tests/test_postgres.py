@@ -40,15 +40,15 @@ def test_migrations_are_ordered_recorded_and_idempotent(fresh_db):
         assert migrate(conn, 64) == ["001_extension_and_meta", "002_chunks", "003_functions",
                                      "004_row_level_security", "005_section_types", "006_hybrid",
                                      "007_fingerprint", "008_hnsw", "009_public_access", "010_repeatable_functions",
-                                     "011_facets", "012_aliases", "functions/checks", "functions/lexical",
-                                     "functions/search"]
+                                     "011_facets", "012_aliases", "013_gap_log", "functions/checks",
+                                     "functions/gaps", "functions/lexical", "functions/search"]
         assert migrate(conn, 64) == []
         assert [r[0] for r in conn.execute("select version from knowledge_migrations order by 1")] == [
             "001_extension_and_meta", "002_chunks", "003_functions", "004_row_level_security", "005_section_types",
             "006_hybrid", "007_fingerprint", "008_hnsw", "009_public_access", "010_repeatable_functions",
-            "011_facets", "012_aliases"]
+            "011_facets", "012_aliases", "013_gap_log"]
         assert [r[0] for r in conn.execute("select name from knowledge_functions order by 1")] == [
-            "checks", "lexical", "search"]
+            "checks", "gaps", "lexical", "search"]
         index = conn.execute("select indexdef from pg_indexes where indexname = 'knowledge_chunks_embedding_hnsw'")
         assert "hnsw (embedding vector_cosine_ops) WITH (m='16', ef_construction='128')" in index.fetchone()[0]
 

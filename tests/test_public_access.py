@@ -246,6 +246,7 @@ CALLS = {
     "knowledge_checked_query(text)": "select length(knowledge_checked_query(%(big)s))",
     "knowledge_checked_count(integer)": "select knowledge_checked_count(2147483647)",
     "knowledge_checked_embedding(vector)": f"select knowledge_checked_embedding('{ZERO}'::vector)",
+    "knowledge_report_gap(text,boolean)": "select knowledge_report_gap(%(big)s, false)",
 }
 
 

@@ -50,7 +50,7 @@ def publish(index_dir, site, database_url, dry_run, replace, fmt, progress):
     try:
         with connect(require_database_url(config)) as conn:
             plan = publish_set(conn, target, dry_run=dry_run, progress=show_progress(progress, fmt),
-                               thesaurus=config.thesaurus, replace=replace)
+                               thesaurus=config.thesaurus, replace=replace, gap_settings=config)
     except AnotherSite as exc:
         if fmt == "json":
             _print_plan(exc.plan, dry_run, fmt)
@@ -109,10 +109,14 @@ def db_stop(data_dir):
 def db_migrate(database_url, dim):
     """Apply the schema migrations that the database has not recorded yet, and the functions whose text changed."""
     from ..config import require_database_url
+    from ..store.gaps_pg import configure
     from ..store.postgres import connect, migrate
 
-    with connect(require_database_url(kb.load_config(database_url=database_url))) as conn:
+    config = kb.load_config(database_url=database_url)
+    with connect(require_database_url(config)) as conn:
         applied = migrate(conn, dim)
+        with conn.transaction():
+            configure(conn, config)  # the search box's gap log follows the setting gap_log (store/gaps_pg.py)
     click.echo(f"Applied {', '.join(applied)}." if applied else "Nothing to apply: the schema and its functions are up "
                                                                 "to date.")
 

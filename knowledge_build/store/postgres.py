@@ -194,12 +194,13 @@ def _has_fingerprints(conn) -> bool:
 
 
 def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False, thesaurus: Path | None = None,
-            replace: bool = False) -> PublishPlan:
+            replace: bool = False, gap_settings=None) -> PublishPlan:
     """Diff the artifacts against the table and apply the difference in one transaction; the lexical
     terms and the query expansions (the shipped thesaurus and glossary, plus the site's `thesaurus`
     file) of the hybrid RPC with them (store/lexical.py). AnotherSite (with its `plan`), and nothing
     written, when the table holds another site's chunks, unless `replace` (store/published_site.py);
-    a dry run returns the plan with its `refusal`."""
+    a dry run returns the plan with its `refusal`. `gap_settings` (a Config): the box's gap log settings row
+    (store/gaps_pg.py) written with them; None leaves it as it is."""
     from ..index.aliases import read_aliases
     from .lexical import publish_expansions, publish_terms
     from .published_site import META_KEY
@@ -224,6 +225,10 @@ def publish(conn, index_dir: Path, dry_run: bool = False, progress: bool = False
         plan.terms = publish_terms(conn, source, plan, progress)
         publish_expansions(conn, thesaurus)
         publish_aliases(conn, read_aliases(source.path, manifest))
+        if gap_settings is not None:
+            from .gaps_pg import configure
+
+            configure(conn, gap_settings)
         for key, value in (("build_id", manifest["build_id"]),
                            ("embedder", json.dumps(manifest["embedder"], ensure_ascii=False, sort_keys=True)),
                            ("chunks", str(len(source))), (META_KEY, plan.site.to_json())):

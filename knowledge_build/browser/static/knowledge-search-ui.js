@@ -1,7 +1,10 @@
 // The drop-in search box. Renders into every <div class="knowledge-search"> of the page and asks the
 // core module for results; without JavaScript the container simply stays empty. Result text is the
-// site's content: it is set as text, never parsed as HTML. No request leaves the site: the index
-// (data-bundle, else this module's folder) and this folder's stylesheet.
+// site's content: it is set as text, never parsed as HTML. No request leaves the site (the index: data-bundle,
+// else this module's folder; this folder's stylesheet) unless the site's owner sets data-gap-report: then a query
+// the student settled on (the list closed on it), and whether they opened one of its results, is posted once per
+// page to that database's function knowledge_report_gap and nowhere else; the database keeps it only when its
+// answer was weak (store/functions/gaps.sql).
 import { MAX_QUERY, marks, open } from "./knowledge-search.js";
 
 const DEBOUNCE_MS = 150;
@@ -123,6 +126,32 @@ function option(result, id) {
   return el("li", { id, class: "ks-result", role: "option", "aria-selected": "false" }, link);
 }
 
+// The owner's gap log (data-gap-report: the database's URL, data-gap-key: its anonymous key): a function that
+// posts a query (and whether a result of it was opened) to knowledge_report_gap, each query once per page, the
+// answer ignored; without the URL it sends nothing. A failure is said once on the console: the box works on.
+function gapReporter(base, key) {
+  if (!base) return () => {};
+  let target;
+  try { target = new URL("rest/v1/rpc/knowledge_report_gap", base.replace(/\/*$/, "/")); } catch {
+    console.warn(`knowledge-search: data-gap-report ${base} is not a URL; no question is reported`);
+    return () => {};
+  }
+  const sent = new Set();
+  let warned = false;
+  return (query, chosen = false) => {
+    if (!query || sent.has(query)) return;
+    sent.add(query);
+    fetch(target, { method: "POST", keepalive: true, credentials: "omit", referrerPolicy: "no-referrer",
+                    headers: { "Content-Type": "application/json", ...(key ? { apikey: key, Authorization: `Bearer ${key}` } : {}) },
+                    body: JSON.stringify({ query_text: query, chosen }) })
+      .then((response) => { if (!response.ok) throw new Error(`HTTP ${response.status}`); })
+      .catch((error) => {
+        if (!warned) console.warn(`knowledge-search: the gap report to ${target.origin} failed (${error.message})`);
+        warned = true;
+      });
+  };
+}
+
 function filter(label, all) {
   return el("select", { class: "ks-filter", "aria-label": label, hidden: "" }, el("option", { value: "", text: all }));
 }
@@ -146,6 +175,7 @@ function mount(container) {
   const root = el("div", { class: "ks", hidden: "" }, el("div", { class: "ks-bar" }, input, type, level, version, language), status,
     list);
   let index = null, results = [], active = -1, latest = 0, timer = 0;
+  const gaps = gapReporter(container.dataset.gapReport, container.dataset.gapKey || "");
 
   function load() {
     index ??= open(bundle).then((opened) => {
@@ -168,6 +198,13 @@ function mount(container) {
     chosen.setAttribute("aria-selected", "true");
     input.setAttribute("aria-activedescendant", chosen.id);
     chosen.scrollIntoView({ block: "nearest" });
+  }
+
+  // The student is done with this query (the list closes; `chosen`: on a result they opened): the owner's gap
+  // log may hear of it.
+  function close(chosen = false) {
+    gaps(list.dataset.query, chosen);
+    expand(false);
   }
 
   function expand(shown) {
@@ -248,8 +285,9 @@ function mount(container) {
       list.children[Math.max(active, 0)].querySelector("a, button")?.click();
     } else if (event.key === "Escape") {
       event.preventDefault();  // the first Escape closes the list; the next one clears the field
-      if (!list.hidden) expand(false);
+      if (!list.hidden) close();
       else if (input.value) {
+        gaps(list.dataset.query);  // a query with no result has no list to close: leaving it is clearing it
         input.value = "";
         run();
       }
@@ -265,7 +303,7 @@ function mount(container) {
     }
     const item = event.target.closest("[role=option]");
     if (item && list.dataset.query) remember(results[[...list.children].indexOf(item)]);
-    expand(false);
+    close(Boolean(item));
   });
   if (n === 1) {  // `/` (outside a field) and Ctrl+K / Cmd+K go to the first box of the page
     document.addEventListener("keydown", (event) => {
@@ -279,8 +317,9 @@ function mount(container) {
       }
     });
   }
-  document.addEventListener("pointerdown", (event) => { if (!root.contains(event.target)) expand(false); });
-  root.addEventListener("focusout", (event) => { if (!root.contains(event.relatedTarget)) expand(false); });
+  document.addEventListener("pointerdown", (event) => { if (!root.contains(event.target)) close(); });
+  root.addEventListener("focusout", (event) => { if (!root.contains(event.relatedTarget)) close(); });
+  window.addEventListener("pagehide", () => gaps(list.dataset.query));
 
   container.replaceChildren(root);
   stylesheet().then(() => { root.hidden = false; });
