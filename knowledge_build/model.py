@@ -142,6 +142,8 @@ class Part:
     header: tuple[str, ...] = ()  # tables: the header cells
     rows: tuple[int, int] = (0, 0)  # tables: first/last data row (1-based) this part holds
     core: str = ""  # tables: `text` without the context rows (caption, header, the part's own rows)
+    problem: str = ""  # sections with an exercise's answer (sections._exercise): the lines outside it
+    solution: str = ""  # ... and the answer's lines
 
 
 EXCERPT_CHARS = 100

@@ -34,6 +34,14 @@ def test_corpus_builds_without_error_and_yields_all_1044_boxes(corpus_build):
     assert corpus_build.artifacts.manifest["counts"]["chunks"] == 1044 + counts["section"] + counts["table"]
 
 
+def test_the_corpus_exercises_with_marked_answers_keep_their_problem_apart(corpus_build):
+    """README, "problem, solution": the example boxes and the section chunks whose answers a <details> marks."""
+    marked = collections.Counter(c.type for c in corpus_build.chunks if c.solution)
+    assert marked == {"example": 65, "section": 112}
+    for chunk in (c for c in corpus_build.chunks if c.solution):
+        assert chunk.problem and chunk.solution not in chunk.problem, chunk.id
+
+
 def test_every_corpus_url_points_at_an_existing_page_and_anchor(corpus_build, corpus_dir):
     pages: dict[Path, str] = {}
     for chunk in (c for c in corpus_build.chunks if c.type not in PART_TYPES):  # sections: see below

@@ -226,6 +226,51 @@ def test_the_problem_part_of_an_exercise_holds_none_of_its_answer(site_dir, tmp_
     assert bad.is_error and bad.content[0].text == "part must be one of problem, solution, not 'answer'"
 
 
+SECTION_EXERCISES = """---
+layout: material
+title: 練習
+level: 基礎
+---
+<h2 id="renshu">練習問題</h2>
+<p>次の問題を解きなさい。</p>
+<div class="rule-box"><strong>練習1</strong><p>x + 3 = 5 を解きなさい。</p>
+<details><summary>答えを見る</summary><p>両辺から 3 を引いて x = 2 となる。</p></details></div>
+<div class="rule-box"><strong>練習2</strong><p>2x = 8 を解きなさい。</p>
+<div class="solution"><p>両辺を 2 で割ると x = 4 である。</p></div></div>
+<h2 id="matome">まとめ</h2>
+<p>移項するときは符号を変える。等式の性質を使えば、どの一次方程式も同じ手順で解ける。かっこがあればまず分配法則で外し、
+分数や小数の係数があれば両辺に同じ数をかけて整数にしてから移項する。最後に求めた解をもとの式に代入して、左辺と右辺が
+等しくなることを確かめる習慣をつけよう。</p>
+"""
+
+
+def test_a_section_whose_exercises_mark_their_answers_keeps_the_problem_apart(site_dir, tmp_path):
+    """Exercises outside any anchored box (unanchored boxes in a section, as the reference corpus's 練習問題 sections
+    hold theirs): the section's chunk has the parts; a section without answers has none."""
+    (site_dir / "junior" / "練習.html").write_text(SECTION_EXERCISES, encoding="utf-8")
+    output = kb.build(kb.load_config(site=site_dir, cache_dir=tmp_path / "cache", env={}), embedder=FakeEmbedder()).output
+    service = kb.SearchService(kb.KnowledgeIndex.open(output, embedder=FakeEmbedder()))
+    index = service.index
+    sections = {c.title: c for c in index.artifacts.chunks if c.material == "練習"}
+    exercises = sections["練習問題"]
+    problem = service.get(exercises.id, part="problem")
+    assert problem["answer_marked"] and "x + 3 = 5 を解きなさい" in problem["content"] and "2x = 8" in problem["content"]
+    answer = ["両辺", "x = 2", "x = 4"]
+    assert not any(word in json.dumps(problem, ensure_ascii=False) for word in answer), problem
+    solution = service.get(exercises.id, part="solution")["content"]
+    assert all(word in solution for word in answer) and "解きなさい" not in solution
+    assert all(word in service.get(exercises.id)["content"] for word in answer)  # the whole section, as before
+    assert not service.get(sections["まとめ"].id, part="problem")["answer_marked"]
+
+
+def test_a_long_answer_line_split_across_parts_stays_in_the_solution():
+    from knowledge_build.html.sections import _exercise
+
+    answers = {"長い解答の行で、途中で切られる。"}
+    assert _exercise("問題文\n長い解答の行で", answers) == {"problem": "問題文", "solution": "長い解答の行で"}
+    assert _exercise("問題文だけ", answers) == {}
+
+
 KAITOU = """---
 layout: material
 title: 解答欄

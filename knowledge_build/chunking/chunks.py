@@ -146,6 +146,8 @@ def part_chunk(site: Site, page: Page, part, meta: dict) -> Chunk:
         content_hash=content_hash(embed_text(title, embedded_learns(learns, source, type_, title),
                                              retrieval_content(content), meta["title"], parents)),
         material_title=meta["title"], line=part.line, source_path=page.rel, parents=parents,
+        problem=_worded_lines(part.problem) if part.solution else "",
+        solution=_worded_lines(part.solution) if part.solution else "",
     )
 
 

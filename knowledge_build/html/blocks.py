@@ -6,7 +6,8 @@ left out, since the browser shows them typeset), and `content`, the part of it t
 section (inside the main content, main_content.main_content; not in the site's chrome,
 main_content.is_chrome: nav/header/footer, sidebars, pagers …; not a button, a `<summary>` label, svg,
 a table or an anchored box). Headings of the main content, tables and anchored boxes are marker blocks;
-a heading's text leaves out its chrome (Sphinx's `¶` link).
+a heading's text leaves out its chrome (Sphinx's `¶` link). A block inside an element that holds an exercise's answer
+(box_text.answer_block: a class, a `<details>` whose summary says so, the site's answer_selector) is marked `answer`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from ..text.tex import MATH_SPAN
+from .box_text import answer_block
 from .main_content import CHROME_TAGS, is_chrome, main_content
 
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
@@ -38,11 +40,12 @@ class Block:
     anchor: str | None = None  # a section heading's id, or its wrapper's
     anchored: bool = False  # an anchored box starts here
     table: object = None  # a content <table> starts here (lxml element)
+    answer: bool = False  # all of its content is inside an exercise's answer (box_text.answer_block)
 
 
 # The walk's state bits: inside the main content; not section content (noise, summary, table,
 # anchored box); inside a link; inside <pre>. Plain ints, since every element and text pushes one.
-_MAIN, _EXCLUDED, _LINK, _PRE = 1, 2, 4, 8
+_MAIN, _EXCLUDED, _LINK, _PRE, _ANSWER = 1, 2, 4, 8, 16
 _CONTENT_BITS = _MAIN | _EXCLUDED
 
 
@@ -50,9 +53,10 @@ _LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # where 
 _SKIPPED = -1  # an element whose subtree the walk does not enter
 
 
-def page_blocks(root, *, anchored: set) -> list[Block]:
+def page_blocks(root, *, anchored: set, answers=frozenset()) -> list[Block]:
     """The blocks of the page under `root` (see the module docstring). lxml's iterwalk enumerates
-    the elements; the states stack holds, per open element, the state its content is read in."""
+    the elements; the states stack holds, per open element, the state its content is read in. `answers`: the
+    elements the site's answer_selector picks."""
     from lxml.etree import iterwalk
 
     main = main_content(root)
@@ -61,7 +65,7 @@ def page_blocks(root, *, anchored: set) -> list[Block]:
     walker = iterwalk(root, events=("start", "end"))
     for event, el in walker:
         if event == "start":
-            state = _start(el, states[-1], main, anchored, builder)
+            state = _start(el, states[-1], main, anchored, builder, answers)
             states.append(state)
             if state == _SKIPPED:
                 walker.skip_subtree()
@@ -80,7 +84,7 @@ def visible_text(blocks: list[Block]) -> str:
     return "\n".join(b.visible for b in blocks if b.visible)
 
 
-def _start(el, state: int, main, anchored: set, builder: _Builder) -> int:
+def _start(el, state: int, main, anchored: set, builder: _Builder, answers=frozenset()) -> int:
     """Enter an element: the state its content is read in, or _SKIPPED (invisible, or read whole
     here: a heading, an svg)."""
     tag = el.tag
@@ -116,6 +120,8 @@ def _start(el, state: int, main, anchored: set, builder: _Builder) -> int:
         state |= _LINK
     elif tag == "pre":
         state |= _PRE
+    if content and not state & _ANSWER and answer_block(el, answers):
+        state |= _ANSWER
     if line:
         builder.next_line = line
     return state
@@ -127,6 +133,7 @@ class _Builder:
         self.visible: list[str] = []
         self.content: list[str] = []
         self.links: list[str] = []
+        self.answer = 0  # content texts added inside an answer
         self.pre = False
         self.line = 0
         self.next_line = 0
@@ -137,6 +144,8 @@ class _Builder:
         self.visible.append(text)
         if state & _CONTENT_BITS == _MAIN:
             self.content.append(text)
+            if state & _ANSWER:
+                self.answer += 1
             if state & _PRE:
                 self.pre = True
             if state & _LINK:
@@ -147,7 +156,7 @@ class _Builder:
             return
         raw = "".join(self.visible)
         if raw.isspace():  # the indentation between tags: most flushes
-            self.visible, self.content, self.links, self.pre = [], [], [], False
+            self.visible, self.content, self.links, self.pre, self.answer = [], [], [], False, 0
             return
         visible = _visible(raw)
         if self.pre:
@@ -158,8 +167,9 @@ class _Builder:
             content = _fold("".join(self.content))
         if visible or content:
             links = len(_fold("".join(self.links))) if self.links else 0
-            self.blocks.append(Block(visible, content, self.line, links))
-        self.visible, self.content, self.links, self.pre = [], [], [], False
+            answer = bool(content) and self.answer == len(self.content)
+            self.blocks.append(Block(visible, content, self.line, links, answer=answer))
+        self.visible, self.content, self.links, self.pre, self.answer = [], [], [], False, 0
 
 
 def _visible(raw: str) -> str:

@@ -94,7 +94,7 @@ _ANSWER_CLASS = re.compile(r"(?:^|[\s_-])(?:answers?|solutions?)(?:$|[\s_-])", r
 _MARKER_TAGS = {"h1", "h2", "h3", "h4", "h5", "h6", "strong", "b", "dt", "summary", "th"}
 
 
-def _answer_block(node, configured=frozenset()) -> bool:
+def answer_block(node, configured=frozenset()) -> bool:
     """Whether `node` holds an answer whole: the site's answer_selector picks it, a class says so, or it is a
     <details> whose summary says so."""
     if node in configured or _ANSWER_CLASS.search(node.get("class") or ""):
@@ -120,7 +120,7 @@ def answer_parts(node, configured=frozenset()) -> tuple[str, str] | None:
         if isinstance(item, str):
             (solution if inside or after else problem).append(item)
             continue
-        block = item is not node and not inside and item.tag != "summary" and _answer_block(item, configured)
+        block = item is not node and not inside and item.tag != "summary" and answer_block(item, configured)
         if block:
             inside = marked = True
         elif item is not node and item.tag in _MARKER_TAGS and not inside and _ANSWER_WORD.match(node_text(item)):

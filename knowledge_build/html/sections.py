@@ -22,6 +22,9 @@ elements, and returns the page's `Part`s in document order:
   INTRO_CHARS: 「次の表は…です。」), so every row chunk says what the table is about.
 - `fragment` is an id (of the heading, or of the element it opens: `<section id=…><h2>`) or a text
   directive computed by fragments.section_fragment from the page's visible text (`page_text`).
+- A section part that holds lines of an exercise's answer (blocks.Block.answer: inside a `<details>` whose summary
+  says 答え/解答/解説/正解, an element whose class says answer or solution, or the site's answer_selector) keeps
+  `problem` (its other lines) and `solution` (those), as a box does (box_text.answer_parts).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ class _Section:
     link_chars: int = 0
     has_anchored_box: bool = False
     tables: list = None  # (line, Table)
+    answers: set = None  # the lines that are an exercise's answer
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -76,9 +80,10 @@ def page_text(root) -> str:
 
 
 def page_parts(root, *, anchored: set, line_offset: int = 0, max_chars: int = 800, min_chars: int = 120,
-               overlap: int = 80) -> list[Part]:
-    """The section and table parts of a page in document order (see the module docstring)."""
-    blocks = page_blocks(root, anchored=anchored)
+               overlap: int = 80, answers=frozenset()) -> list[Part]:
+    """The section and table parts of a page in document order (see the module docstring). `answers`: the
+    elements the site's answer_selector picks."""
+    blocks = page_blocks(root, anchored=anchored, answers=answers)
     title_levels = 1 if sum(b.level == 1 for b in blocks) == 1 else 0
     sections = _sections(blocks, line_offset, title_levels)
     _unique_keys(sections)
@@ -108,13 +113,13 @@ def _sections(blocks: list[Block], line_offset: int, title_levels: int) -> list[
             fragment = _fragment(block, i, texts, folded)
             key = _key(tuple(t for level, t in stack if level > title_levels) or (block.visible,))
             current = _Section(block.visible, parents, block.level, block.line + line_offset, fragment, key, [],
-                               tables=[])
+                               tables=[], answers=set())
             sections.append(current)
             continue
         if not block.content and not block.anchored and block.table is None:
             continue
         if current is None:
-            current = _Section("", (), 0, block.line + line_offset, "", "top", [], tables=[])
+            current = _Section("", (), 0, block.line + line_offset, "", "top", [], tables=[], answers=set())
             sections.append(current)
         current.has_anchored_box |= block.anchored
         if block.table is not None:
@@ -123,6 +128,8 @@ def _sections(blocks: list[Block], line_offset: int, title_levels: int) -> list[
         if block.content:
             current.lines.append(block.content)
             current.link_chars += block.link_chars
+            if block.answer:
+                current.answers.add(block.content)
         before = block.content
     return sections
 
@@ -183,6 +190,7 @@ def _merged(sections: list[_Section], min_chars: int, max_chars: int) -> list[_S
         if prev is not None and _can_merge(prev, section, min_chars, max_chars):
             prev.lines.append(section.heading)
             prev.lines.extend(section.lines)
+            prev.answers |= section.answers
             continue
         out.append(section)
     return [s for s in out if s.lines or s.tables]
@@ -211,13 +219,28 @@ def _section_parts(section: _Section, max_chars: int, overlap: int) -> list[Part
     base = Part("section", section.heading, section.parents, section.level, "", section.fragment, section.key,
                 section.line, section.has_anchored_box)
     prose, text_tables = _text_tables(section.lines)
-    parts = [replace(base, text=piece, key=section.key if n == 1 else f"{section.key}-p{n}")
+    parts = [replace(base, text=piece, key=section.key if n == 1 else f"{section.key}-p{n}",
+                     **_exercise(piece, section.answers))
              for n, piece in enumerate(split_text(prose, max_chars, overlap, paragraph="\n"), 1)]
     tables = [(line, table, table_id) for line, table, table_id in section.tables]
     tables += [(section.line, table, None) for table in text_tables]
     for number, (line, table, table_id) in enumerate(tables, 1):
         parts.extend(_table_parts(base, table, line, f"{section.key}-t{number}", table_id, max_chars))
     return parts
+
+
+def _exercise(text: str, answers: set) -> dict:
+    """A part's problem and solution when some of its lines are an answer's: a line is when it is one of the
+    section's answer lines, or a piece of one (a long line split across parts) that no other line holds."""
+    if not answers:
+        return {}
+    problem, solution = [], []
+    for line in text.split("\n"):
+        inside = line in answers or (line.strip() and any(line in a for a in answers))
+        (solution if inside else problem).append(line)
+    if not solution:
+        return {}
+    return {"problem": "\n".join(problem), "solution": "\n".join(solution)}
 
 
 # What every row of a text table holds (content_type._cells): a pipe, a tab or a column gap. Most

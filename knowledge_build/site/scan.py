@@ -188,8 +188,9 @@ def _scan_html(page: Page, body: str, offset: int, box_classes: tuple[str, ...],
     if not stopped:
         _report_lost_boxes(page, body, offset, box_classes, box_lines, counted)
     if parts_of:
-        boxes_key = repr((box_classes, box_selectors))
-        page.parts = _parts(page, root, anchored, offset, body, source=parts_of == "source", boxes=boxes_key)
+        boxes_key = repr((box_classes, box_selectors)) + (f"|answers:{answer_selector}" if answer_selector else "")
+        page.parts = _parts(page, root, anchored, offset, body, source=parts_of == "source", boxes=boxes_key,
+                            answers=answers)
 
 
 UNTITLED = "no title of its own"
@@ -214,7 +215,8 @@ _RAW = re.compile(r"\{%-?\s*(end)?raw\s*-?%\}")
 _RAW_BLOCK = re.compile(r"\{%-?\s*raw\s*-?%\}.*?\{%-?\s*endraw\s*-?%\}", re.DOTALL)
 
 
-def _parts(page: Page, root, anchored: dict, offset: int, body: str, source: bool, boxes: str = "") -> list:
+def _parts(page: Page, root, anchored: dict, offset: int, body: str, source: bool, boxes: str = "",
+           answers=frozenset()) -> list:
     """The page's section and table parts. Liquid in a Jekyll source page's text ({{ site.x }},
     {% for %}) is template code: what a reader sees exists only after Jekyll renders it, so such a
     page has no parts from its source (an info says so). Liquid in attributes (href="{{ … }}") does
@@ -232,7 +234,8 @@ def _parts(page: Page, root, anchored: dict, offset: int, body: str, source: boo
         _drop_raw_markers(root)
     try:
         return page_parts_remembered(body, offset, source,
-                                     lambda: page_parts(root, anchored=anchored, line_offset=offset), boxes)
+                                     lambda: page_parts(root, anchored=anchored, line_offset=offset,
+                                                        answers=answers), boxes)
     except ImportError as exc:  # fugashi/unidic-lite/jaconv: the keys of the chunk ids need them
         from ..errors import SectionsUnavailable
 
