@@ -45,7 +45,7 @@ def _tables_holding(url: str, text: str) -> list[str]:
 
 def _every_channel(config, output: Path, url: str, tmp_path: Path, monkeypatch) -> None:
     """MARK through MCP (the server serve() makes, its on_search), ask (a real chat server on loopback), the Slack
-    channel's ask, and search --database-url (the CLI)."""
+    channel's ask, search --database-url (the CLI) and the search box's report to the database."""
     from mcp import Client
 
     from knowledge_build.serve.answer import ask
@@ -68,6 +68,14 @@ def _every_channel(config, output: Path, url: str, tmp_path: Path, monkeypatch) 
                                   env={"KB_GAP_LOG": "true" if config.gap_log else "false",
                                        "KB_GAP_LOG_FILE": str(config.gap_log_file)})
     assert searched.exit_code == 0, searched.output
+    # The search box's channel: publish writes the database's gap settings from gap_log, then the box's report, as
+    # the stand-in for PostgREST runs it (tests/test_gaps_box.py: the box in Chromium).
+    env = {"KB_GAP_LOG": "true" if config.gap_log else "false"}
+    published = CliRunner().invoke(main, ["publish", "--index", str(output), "--database-url", url], env=env)
+    assert published.exit_code == 0, published.output
+    with psycopg.connect(url) as conn:
+        conn.execute("set role anon")
+        assert conn.execute("select knowledge_report_gap(%s, false)", (MARK,)).fetchone()[0] is config.gap_log
 
 
 @pytest.mark.db
@@ -83,7 +91,7 @@ def test_with_the_setting_off_no_question_is_written_anywhere_and_on_only_the_ga
     assert _files_holding(tmp_path, MARK) == [] and _tables_holding(published_db, MARK) == []
     on = kb.load_config(env={}, gap_log=True, gap_log_file=log)
     _every_channel(on, fake_index_dir, published_db, tmp_path, monkeypatch)
-    assert _files_holding(tmp_path, MARK) == [log] and _tables_holding(published_db, MARK) == []
+    assert _files_holding(tmp_path, MARK) == [log] and _tables_holding(published_db, MARK) == ["knowledge_gaps"]
     with GapLog(log) as gaps:
         assert Counter(r["channel"] for r in gaps.rows()) == {"mcp": 1, "ask": 1, "slack": 1, "search": 1}
         row = gaps.rows()[0]
