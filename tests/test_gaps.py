@@ -4,11 +4,8 @@ its retention; `knowledge-build gaps` groups them by meaning, the search box's (
 tests/test_gaps_box.py) with the others."""
 
 import asyncio
-import functools
-import http.server
 import json
 import sqlite3
-import threading
 from collections import Counter
 from datetime import date, timedelta
 from pathlib import Path
@@ -136,32 +133,21 @@ def corpus_box(corpus_real_index, pg_server, tmp_path):
 
     from .conftest import new_database
     from .postgrest import KEY, PostgrestStandIn
+    from .served import running, serving
 
     url = new_database(pg_server["url"], prefix="kb_gapcorpus_")
     with connect(url) as conn:
         publish(conn, corpus_real_index, gap_settings=kb.load_config(env={}, gap_log=True, gap_box_per_minute=1000))
-    rest = PostgrestStandIn(url)
-    threading.Thread(target=rest.serve_forever, daemon=True).start()
     www = tmp_path / "www"
     www.mkdir()
     (www / "set").symlink_to(corpus_real_index, target_is_directory=True)
-    (www / "index.html").write_text(
-        '<!DOCTYPE html><html lang="ja"><head><meta charset="utf-8"><title>box</title></head><body>'
-        f'<div class="knowledge-search" data-bundle="/set/" data-gap-report="{rest.url}" data-gap-key="{KEY}"></div>'
-        '<p><a id="away" href="#">away</a></p><script type="module" src="/set/knowledge-search-ui.js"></script>'
-        '</body></html>', encoding="utf-8")
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=www))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/index.html", url, rest
-    httpd.shutdown()
-    httpd.server_close()
-    rest.shutdown()
-    rest.server_close()
+    with running(PostgrestStandIn(url)) as rest:
+        (www / "index.html").write_text(
+            '<!DOCTYPE html><html lang="ja"><head><meta charset="utf-8"><title>box</title></head><body>'
+            f'<div class="knowledge-search" data-bundle="/set/" data-gap-report="{rest.url}" data-gap-key="{KEY}">'
+            '</div><script type="module" src="/set/knowledge-search-ui.js"></script></body></html>', encoding="utf-8")
+        with serving(www) as origin:
+            yield f"{origin}/index.html", url, rest
 
 
 def _through_the_box(browser, page: str, asked: list[tuple[str, list[str]]], rest) -> None:

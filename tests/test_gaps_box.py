@@ -4,14 +4,8 @@ setting gap_log is on, keeps a question only when the words answer it weakly, co
 limit and to the retention; and the box in Chromium, configured by the site's settings through its include, posts the
 questions students settled on to a loopback stand-in for PostgREST, and nowhere else."""
 
-import functools
-import http.server
 import json
 import os
-import re
-import shutil
-import subprocess
-import threading
 import time
 from datetime import date, timedelta
 
@@ -23,8 +17,9 @@ import knowledge_build as kb
 from knowledge_build.cli import main
 from knowledge_build.store import gaps_pg
 
-from .conftest import SITE, FakeEmbedder, new_database
+from .conftest import new_database
 from .postgrest import KEY, PostgrestStandIn
+from .served import box_site, running, serving
 
 pytestmark = pytest.mark.db
 
@@ -151,50 +146,20 @@ def box_database(pg_server, published_template) -> str:
 
 @pytest.fixture(scope="module")
 def rest(box_database):
-    server = PostgrestStandIn(box_database)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with running(PostgrestStandIn(box_database)) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
-def box_site(rest, tmp_path_factory):
+def box_origin(rest, tmp_path_factory):
     """The sample site with the box, its _config.yml turning the gap report on (gap_log, gap_report_url: the
     stand-in, gap_report_key), built by jekyll (the include writes the attributes) and served on 127.0.0.1."""
-    if shutil.which("jekyll") is None:
-        pytest.fail("jekyll is not installed; `make test` installs Debian's jekyll package")
     base = tmp_path_factory.mktemp("gap-box")
-    root = base / "site"
-    shutil.copytree(SITE, root, ignore=shutil.ignore_patterns("_site", ".jekyll-cache", ".knowledge-cache"))
-    config = root / "_config.yml"
-    text = config.read_text(encoding="utf-8").replace("enabled: true", "enabled: false")
-    config.write_text(text.replace("knowledge_build:\n", f"knowledge_build:\n  gap_log: true\n  gap_report_url: {rest.url}\n"
-                                   f"  gap_report_key: {KEY}\n", 1), encoding="utf-8")
-    (root / "_includes" / "katex.html").write_text("", encoding="utf-8")  # no CDN: every request is the test's
-    installed = CliRunner().invoke(main, ["install-search", "--site", str(root)])
-    assert installed.exit_code == 0, installed.output
-    for layout in (root / "_layouts").glob("*.html"):
-        text = layout.read_text(encoding="utf-8")
-        layout.write_text(re.sub(r"(<p class=\"site-title\">.*?</p>)", r"\1\n    {% include knowledge_search.html %}",
-                                 text, count=1), encoding="utf-8")
-    jekyll = subprocess.run(["jekyll", "build"], cwd=root, capture_output=True, text=True, timeout=600)
-    assert jekyll.returncode == 0, jekyll.stdout + jekyll.stderr
-    kb.build(kb.load_config(site=root, cache_dir=base / "cache", env={}), embedder=FakeEmbedder())
-    www = base / "www"
-    www.mkdir()
-    (www / BASEURL.strip("/")).symlink_to(root / "_site", target_is_directory=True)
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=www))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    site = box_site(base, f"  gap_log: true\n  gap_report_url: {rest.url}\n  gap_report_key: {KEY}\n")
+    (base / "www").mkdir()
+    (base / "www" / BASEURL.strip("/")).symlink_to(site, target_is_directory=True)
+    with serving(base / "www") as origin:
+        yield origin
 
 
 def _type(tab, query: str) -> None:
@@ -215,7 +180,7 @@ def _reports(rest, count: int) -> None:
 
 
 @pytest.mark.browser
-def test_the_box_reports_the_questions_students_settled_on_to_the_owners_database_only(browser, box_site, rest,
+def test_the_box_reports_the_questions_students_settled_on_to_the_owners_database_only(browser, box_origin, rest,
                                                                                       box_database):
     """Opened result, by the words answered: counted. Left without opening one: kept. Typing does not report; each
     question once per page; every request goes to the site or to the configured database."""
@@ -224,14 +189,14 @@ def test_the_box_reports_the_questions_students_settled_on_to_the_owners_databas
     tab = context.new_page()
     requests = []
     tab.on("request", lambda request: requests.append(request.url))
-    tab.goto(box_site + PAGE, wait_until="load")
+    tab.goto(box_origin + PAGE, wait_until="load")
     assert tab.locator(".knowledge-search").get_attribute("data-gap-report") == rest.url
     _type(tab, ON_TOPIC)
     assert not any(path == RPC for path in rest.requests)  # typing, and the results shown, report nothing
     with tab.expect_navigation():
         tab.locator("[role=option] a").first.click()  # the student opens the first result
     _reports(rest, 1)
-    tab.goto(box_site + PAGE, wait_until="load")
+    tab.goto(box_origin + PAGE, wait_until="load")
     _type(tab, OFF_TOPIC)
     tab.locator(INPUT).press("Escape")  # closes the list: the student leaves the results
     _reports(rest, 2)
@@ -250,4 +215,4 @@ def test_the_box_reports_the_questions_students_settled_on_to_the_owners_databas
     assert [r["query"] for r in rows] == [OFF_TOPIC, NO_WORDS, "二次方程式"] and answered == {"box": 1}
     assert dropped == 0
     assert all(r["channel"] == "box" for r in rows)
-    assert [u for u in requests if not (u.startswith(box_site + "/") or u == rest.url + RPC)] == [], requests
+    assert [u for u in requests if not (u.startswith(box_origin + "/") or u == rest.url + RPC)] == [], requests

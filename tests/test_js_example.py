@@ -7,8 +7,6 @@ import re
 import shutil
 import socket
 import subprocess
-import threading
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -17,6 +15,7 @@ from knowledge_build.search.loader import join_site_url
 
 from .conftest import ROOT, FakeEmbedder, new_database
 from .postgrest import KEY, PostgrestStandIn
+from .served import running
 
 pytestmark = pytest.mark.db
 
@@ -46,12 +45,8 @@ def database(pg_server, published_template) -> str:
 
 @pytest.fixture(scope="module")
 def rest(database):
-    server = PostgrestStandIn(database)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with running(PostgrestStandIn(database)) as server:
+        yield server
 
 
 def run(node, rest, *args, key=KEY, stdin=None, **env):

@@ -9,22 +9,16 @@ Waits are bounded by KB_TEST_TIMEOUT (seconds, default 120); nothing is timed. T
 and filters it answers (data-query, data-type, data-level), so a test waits for that answer, not for a while.
 """
 
-import functools
-import http.server
 import os
 import re
 import shutil
 import subprocess
-import threading
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from click.testing import CliRunner
 
-from knowledge_build import build, load_config
-from knowledge_build.cli import main
-
-from .conftest import ROOT, SITE, FakeEmbedder
+from .conftest import ROOT
+from .served import box_site, serving
 
 pytestmark = pytest.mark.browser
 
@@ -46,30 +40,7 @@ DATA_FILE = re.compile(r"[0-9a-f]{8}\.(bin|json)$")
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """The sample site with the box, built by jekyll and knowledge-build; yields its _site."""
-    if shutil.which("jekyll") is None:
-        pytest.fail("jekyll is not installed; `make test` installs Debian's jekyll package")
-    base = tmp_path_factory.mktemp("search-box")
-    root = base / "site"
-    shutil.copytree(SITE, root, ignore=shutil.ignore_patterns("_site", ".jekyll-cache", ".knowledge-cache"))
-    config = root / "_config.yml"
-    # The plugin would index with the real model; this test indexes the built site itself below.
-    config.write_text(config.read_text(encoding="utf-8").replace("enabled: true", "enabled: false"),
-                      encoding="utf-8")
-    # The sample layouts load KaTeX from a CDN; without it the only scripts on the page are the box's, so
-    # "no request leaves 127.0.0.1" speaks of the box.
-    (root / "_includes" / "katex.html").write_text("", encoding="utf-8")
-    installed = CliRunner().invoke(main, ["install-search", "--site", str(root)])
-    assert installed.exit_code == 0, installed.output
-    line = installed.stdout.splitlines()[2].strip()
-    assert line == "{% include knowledge_search.html %}"
-    for layout in (root / "_layouts").glob("*.html"):
-        text = layout.read_text(encoding="utf-8")
-        layout.write_text(re.sub(r"(<p class=\"site-title\">.*?</p>)", rf"\1\n    {line}", text, count=1),
-                          encoding="utf-8")
-    jekyll = subprocess.run(["jekyll", "build"], cwd=root, capture_output=True, text=True, timeout=600)
-    assert jekyll.returncode == 0, jekyll.stdout + jekyll.stderr
-    build(load_config(site=root, cache_dir=base / "cache", env={}), embedder=FakeEmbedder())
-    return root / "_site"
+    return box_site(tmp_path_factory.mktemp("search-box"))
 
 
 @pytest.fixture(scope="module")
@@ -77,18 +48,8 @@ def server(site, tmp_path_factory):
     """A real HTTP server on 127.0.0.1 serving the built site under its baseurl; yields the origin."""
     www = tmp_path_factory.mktemp("www")
     (www / BASEURL.strip("/")).symlink_to(site, target_is_directory=True)
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=www))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-
+    with serving(www) as origin:
+        yield origin
 
 
 def _new_context(browser, **options):
