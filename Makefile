@@ -7,7 +7,7 @@ INDEX  ?= $(SITE)/_site/knowledge/v2
 QUERY  ?= 二次方程式を公式で解きたい
 SHARED ?= ../shared
 
-.PHONY: index test test-unit install install-test jekyll chromium generators node check eval bench bench-retrieval serve report clean
+.PHONY: index test test-unit install install-test jekyll chromium generators node check eval bench bench-retrieval serve report docs clean
 
 # pip's own output (notices such as setuptools' "Editable installation" one) goes to $(VENV)/pip.log,
 # shown in full when an install fails; a successful install prints one line.
@@ -119,5 +119,11 @@ bench-retrieval: install
 	$(BENCH_RUN) bench/retrieval/ablation.py $(SHARED)/corpus/school_asset $(SHARED)/eval/dev_queries.jsonl
 	$(BENCH_RUN) bench/retrieval/bench_jsquad.py $(SHARED)/corpus/jsquad/valid-v1.3.json
 
+# The manual (docs/, mkdocs.yml): its generated reference pages written from the code, then built into site-docs/
+# with `mkdocs build --strict` (a broken link or anchor fails). MkDocs and Material come with the test extra.
+docs: $(VENV)/.installed-test
+	$(BIN)/python tools/gen_reference.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 clean:
-	rm -rf $(SITE)/_site $(SITE)/.jekyll-cache .pytest_cache reports
+	rm -rf $(SITE)/_site $(SITE)/.jekyll-cache .pytest_cache reports site-docs

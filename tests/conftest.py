@@ -181,6 +181,13 @@ def site_dir(tmp_path) -> Path:
     return target
 
 
+
+def manual_text() -> str:
+    """The manual as one text: the README, then every page of docs/ in path order (issue 43: what the README said
+    is now on those pages; a claim is checked wherever it is written)."""
+    pages = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
+    return "\n\n".join(page.read_text(encoding="utf-8") for page in pages)
+
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
     """The reference corpus (a folder of built HTML); see `require_shared`."""

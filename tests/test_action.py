@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .conftest import ROOT, SITE
+from .conftest import ROOT, SITE, manual_text
 
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
 STEPS = ACTION["runs"]["steps"]
@@ -284,10 +284,10 @@ def test_sample_site_workflow_passes_actionlint_against_the_action(tmp_path):
 
 
 def test_readme_shows_the_sample_workflow_in_one_block():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = manual_text()
     blocks = re.findall(r"```yaml\n(.*?)```", readme, re.S)
     assert SAMPLE.read_text(encoding="utf-8") in blocks
-    section = readme.split("### GitHub Actions", 1)[1].split("\n### ", 1)[0]
+    section = readme.split("## GitHub Actions", 1)[1].split("\n## ", 1)[0]
     block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     assert block == SAMPLE.read_text(encoding="utf-8")  # the section's block is the sample
     # Nothing a site's repository lacks: no Makefile target, no unused secret.

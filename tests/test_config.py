@@ -8,6 +8,8 @@ import pytest
 
 from knowledge_build import Config, ConfigError, load_config
 
+from .conftest import manual_text
+
 
 def test_file_then_env_then_flags(tmp_path):
     (tmp_path / "knowledge.yml").write_text("site: content\nbatch_size: 4\nembedder: local\n", encoding="utf-8")
@@ -51,7 +53,7 @@ def test_inside_a_jekyll_site_the_current_directory_is_the_site(tmp_path):
 
 
 def test_every_setting_has_its_environment_variable_and_a_row_in_the_readme():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = manual_text()
     rows = dict(re.findall(r"^\| `(\w+)` \| `(KB_\w+)` \|", readme, flags=re.M))
     settings = {f.name for f in dataclasses.fields(Config)} - {"sources"}
     assert rows == {name: f"KB_{name.upper()}" for name in settings}

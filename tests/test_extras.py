@@ -16,7 +16,7 @@ import pytest
 from knowledge_build import build, load_config
 from knowledge_build.errors import OPTIONAL_MODULES
 
-from .conftest import ROOT, SITE, LocalLookalike
+from .conftest import LocalLookalike, ROOT, SITE, manual_text
 
 TIMEOUT = float(os.environ.get("KB_TEST_TIMEOUT", "120"))
 MODULES_OF = defaultdict(set)
@@ -123,8 +123,8 @@ def test_every_optional_module_names_a_package_of_its_extra():
 
 
 def test_the_readme_lists_every_extra_with_packages_it_installs():
-    readme = (ROOT / "README.md").read_text("utf-8")
-    section = readme.split("\n### Extras\n", 1)[1].split("\n#", 1)[0]
+    readme = manual_text()
+    section = readme.split("\n## Extras\n", 1)[1].split("\n#", 1)[0]
     rows = [line.split(" | ") for line in section.splitlines() if line.startswith("| `")]
     listed = {row[0].strip("| `"): set(re.findall(r"`([^`]+)`", row[1])) for row in rows}
     requirements = _requirements()

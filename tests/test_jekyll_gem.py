@@ -15,12 +15,12 @@ import pytest
 
 import knowledge_build
 
-from .conftest import ROOT, SITE
+from .conftest import ROOT, SITE, manual_text
 
 GEM_DIR = ROOT / "jekyll"
 PLUGIN = GEM_DIR / "lib" / "jekyll-knowledge-build.rb"
 TIMEOUT = float(os.environ.get("KB_TEST_TIMEOUT", "600"))
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = manual_text()
 # The README's commands, for this version of the package
 INSTALL = ("cd jekyll && gem build jekyll-knowledge-build.gemspec\n"
            f"gem install --local jekyll-knowledge-build-{knowledge_build.__version__}.gem")
@@ -53,7 +53,7 @@ def gem(tmp_path_factory):
     system_paths = _run(["gem", "env", "gempath"], env=plain, check=True).stdout.strip()
     home = base / "gem-home"
     env = {**plain, "GEM_HOME": str(home), "GEM_PATH": f"{home}:{system_paths}"}
-    block = README[README.index("### Jekyll plugin"):]
+    block = README[README.index("## Jekyll plugin"):]
     fenced = block[block.index("```sh\n") + 6:block.index("```", block.index("```sh\n") + 6)]
     commands = "\n".join(line.strip() for line in fenced.strip().splitlines())
     assert commands == INSTALL, commands

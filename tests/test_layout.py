@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import manual_text
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "knowledge_build"
 # The front doors: what users run. They use the public API (`import knowledge_build`) or public
@@ -205,7 +207,7 @@ def test_the_search_command_loads_nothing_of_the_build_side(real_index_dir):
 def test_the_readme_names_every_sub_package_and_no_other():
     import re
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = manual_text()
     section = readme.split("## How the code is laid out", 1)[1].split("\n## ", 1)[0]
     named = set(re.findall(r"`(\w+)/`", section)) | set(re.findall(r"`store/(\w+)/`", section))
     packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")} | {"templates", "migrations", "functions"}

@@ -14,7 +14,7 @@ import yaml
 import knowledge_build
 from knowledge_build import build, load_config
 
-from .conftest import ROOT, SITE, LocalLookalike
+from .conftest import LocalLookalike, ROOT, SITE, manual_text
 
 PRE_COMMIT = Path(sys.executable).parent / "pre-commit"
 TAG = "v0.0.0-test"  # a release-shaped tag, made in the temporary copy only
@@ -180,8 +180,8 @@ def test_each_hook_installs_the_ids_extra_and_validate_adds_only_faiss():
 
 def test_readme_pins_the_hooks_by_a_release_tag():
     """The README's snippet pins `rev:` to a tag of the form a release has (`v` + the version)."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Pre-commit hooks", 1)[1].split("\n## ", 1)[0]
+    readme = manual_text()
+    section = readme.split("## Pre-commit hooks", 1)[1].split("\n## ", 1)[0]
     snippet = yaml.safe_load(section.split("```yaml", 1)[1].split("```", 1)[0])
     repo = snippet["repos"][0]
     assert repo["rev"] == f"v{knowledge_build.__version__}"

@@ -20,6 +20,8 @@ from knowledge_build.store.sources import SourceStore
 from tests.conftest import FakeEmbedder
 from tests.test_sources_store import fill
 
+from .conftest import manual_text
+
 pytestmark = pytest.mark.db
 
 PUBLIC_ROLES = ("anon", "authenticated")
@@ -208,7 +210,7 @@ def test_a_zero_query_vector_is_refused_by_the_python_calls_and_search_answers_f
 def test_the_readme_states_the_limits_the_database_checks():
     from tests.conftest import ROOT
 
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join(manual_text().split())
     assert f"a `query_text` over {MAX_QUERY_CHARS:,} characters" in readme
     assert f"a hybrid `match_count` over {MAX_MATCH_COUNT}" in readme
     assert f"the limit is {MAX_QUERY_CHARS:,}. …" in readme

@@ -17,10 +17,10 @@ import knowledge_build as kb
 from knowledge_build import KnowledgeIndex, pipeline
 from knowledge_build.cli import main
 
-from .conftest import ROOT, FakeEmbedder
+from .conftest import FakeEmbedder, ROOT, manual_text
 from .test_mcp_bounds import TIMEOUT, _post, _start_http
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = manual_text()
 
 
 @pytest.fixture
@@ -115,7 +115,7 @@ def test_an_english_school_term_in_the_query_finds_the_japanese_box(tmp_path, fa
 
 def test_the_readme_python_example_runs_as_written_and_shows_the_defaults(site_dir, fake_cli, tmp_path,
                                                                            monkeypatch):
-    snippet = re.search(r"## Python API\n\n```python\n(.*?)```", README, flags=re.S).group(1)
+    snippet = re.search(r"# Python API\n\n```python\n(.*?)```", README, flags=re.S).group(1)
     monkeypatch.chdir(site_dir.parent)  # the snippet names "site" and "site/_site/knowledge/v2"
     namespace: dict = {}
     exec(compile(snippet, "README.md", "exec"), namespace)  # noqa: S102 - the README's own example
@@ -219,11 +219,15 @@ def test_build_truncates_a_text_over_8191_tokens_with_a_warning(tmp_path):
 
 
 def test_every_readme_link_to_a_file_of_the_repository_resolves():
-    for target in re.findall(r"\]\(([^)#:]+)\)", README):
-        assert (ROOT / target).exists(), target
+    """Every link of the README and of each docs page to a file, from where it is written (the docs build checks
+    the anchors: tests/test_docs.py), and every path of the repository the manual names in code."""
     written_by_the_tool = {"data/learns.generated.yml", "site/_site"}  # outputs, not sources
-    for path in set(re.findall(r"`((?:knowledge_build|data|bench|_plugins|site)/[\w./*-]+)`", README)):
-        assert path in written_by_the_tool or list(ROOT.glob(path)), path
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text):
+            assert (page.parent / target).exists(), f"{page.relative_to(ROOT)}: {target}"
+        for path in set(re.findall(r"`((?:knowledge_build|data|bench|_plugins|site|tools)/[\w./*-]+)`", text)):
+            assert path in written_by_the_tool or list(ROOT.glob(path)), f"{page.relative_to(ROOT)}: {path}"
     assert (ROOT / ".pre-commit-hooks.yaml").is_file() and (ROOT / ".github" / "workflows" / "index.yml").is_file()
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SITE, once_per_run
+from .conftest import SITE, manual_text, once_per_run
 
 
 @pytest.fixture
@@ -148,7 +148,7 @@ def test_three_processes_fill_one_vector_cache_at_once(tmp_path):
 def test_the_readme_names_the_persistent_cache_that_ci_keeps():
     from .conftest import ROOT
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = manual_text()
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "`KB_TEST_CACHE` names a folder that keeps that cache between runs" in readme
     assert 'export KB_TEST_CACHE="${KB_TEST_CACHE:-$HOME/.cache/knowledge-build-tests}"' in ci

@@ -12,6 +12,8 @@ from click.testing import CliRunner
 
 from knowledge_build.cli import main
 
+from .conftest import manual_text
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -69,7 +71,7 @@ def test_report_on_the_corpus_counts_its_unanchored_boxes_and_pages(corpus_dir, 
 
 def test_makefile_has_the_documented_targets():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = manual_text()
     for target in ("install", "index", "test", "test-unit", "check", "eval", "bench", "bench-retrieval", "serve", "report", "clean"):
         assert re.search(rf"^{target}:", makefile, flags=re.M), target
         assert f"`make {target}`" in readme, target

@@ -21,6 +21,8 @@ import yaml
 
 import knowledge_build
 
+from .conftest import manual_text
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "knowledge_build"
 DATA = ("*.py", "*.yml", "*.json", "*.sql", "*.j2", "*.js", "*.css", "*.html")
@@ -95,8 +97,8 @@ def test_the_wheel_carries_the_license_and_the_project_metadata(release):
 
 
 def test_the_readme_tells_how_to_install_and_release():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    part = readme.split("## Install from PyPI and release\n", 1)[1].split("\n## ", 1)[0]
+    readme = manual_text()
+    part = readme.split("# Install from PyPI and release\n", 1)[1].split("\n## ", 1)[0]
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
     for extra in extras:
         assert f"`{extra}`" in part, extra

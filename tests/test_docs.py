@@ -1,0 +1,131 @@
+"""The manual (issue 43): a README of at most 150 lines whose links reach every page, a documentation site that
+`mkdocs build --strict` builds (a broken link or anchor fails it), reference pages generated from the code and
+compared with it, and the README's first quick start run as written by a newcomer."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .conftest import ROOT
+
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
+
+
+def _mkdocs(config_dir: Path, site_dir: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).parent / "mkdocs"), "build", "--strict", "--site-dir",
+                           str(site_dir)], cwd=config_dir, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+
+
+def test_the_readme_is_a_landing_page_whose_links_reach_every_page_of_the_manual():
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 150
+    pages = {p.resolve() for p in DOCS.rglob("*.md")}
+    seen, todo = set(), [README.resolve()]
+    while todo:
+        page = todo.pop()
+        for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            found = (page.parent / target).resolve()
+            if found in pages and found not in seen:
+                seen.add(found)
+                todo.append(found)
+    unreached = sorted(p.relative_to(ROOT).as_posix() for p in pages - seen - {(DOCS / "index.md").resolve()})
+    assert unreached == []
+
+
+def test_every_page_is_in_the_navigation():
+    """mkdocs.yml's nav lists every page (validation.omitted_files fails the strict build otherwise too)."""
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
+
+    def listed(items):
+        for item in items:
+            if isinstance(item, dict):
+                for value in item.values():
+                    yield from (listed(value) if isinstance(value, list) else [value])
+            else:
+                yield item
+
+    assert sorted(listed(config["nav"])) == sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md"))
+
+
+def test_the_generated_reference_pages_are_what_the_code_says():
+    """Changing a command's help, a setting, a schema or a public name without running tools/gen_reference.py
+    fails here: the pages are regenerated and compared."""
+    checked = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_reference.py"), "--check"],
+                             capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 0, checked.stderr
+    cli = (DOCS / "reference" / "cli.md").read_text(encoding="utf-8")
+    from click.testing import CliRunner
+
+    from knowledge_build.cli import main
+
+    for command in main.commands:
+        assert f"## knowledge-build {command}\n" in cli
+    assert CliRunner().invoke(main, ["gaps", "--help"], prog_name="knowledge-build").output.splitlines()[0] in cli
+    settings = (DOCS / "reference" / "configuration.md").read_text(encoding="utf-8")
+    from knowledge_build.config import Config
+
+    for name in (f.name for f in __import__("dataclasses").fields(Config) if f.name != "sources"):
+        assert f"| `{name}` | `KB_{name.upper()}` |" in settings
+
+
+def test_a_stale_generated_page_is_named_with_the_fix(tmp_path, capsys):
+    """The check's failure, on a stale page: one line naming it and the fix, exit 1, nothing written."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import gen_reference
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    stale = tmp_path / "cli.md"
+    stale.write_text("# CLI\n", encoding="utf-8")
+    original = gen_reference.pages
+    gen_reference.pages = lambda: {stale: gen_reference.cli_page()}
+    try:
+        assert gen_reference.main(["--check"]) == 1
+    finally:
+        gen_reference.pages = original
+    assert stale.read_text(encoding="utf-8") == "# CLI\n"  # --check writes nothing
+    said = capsys.readouterr().err
+    assert said == f"{stale}: error: differs from the code. Fix: run 'python tools/gen_reference.py' and commit the pages\n"
+
+
+def test_the_manual_builds_with_mkdocs_strict(tmp_path):
+    built = _mkdocs(ROOT, tmp_path / "site")
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
+    assert (tmp_path / "site" / "tutor" / "teachers-loop" / "index.html").is_file()
+
+
+@pytest.mark.parametrize("link", ["[x](guide/no-such-page.md)", "[x](guide/install.md#no-such-anchor)"])
+def test_a_broken_link_or_anchor_fails_the_build(tmp_path, link):
+    copy = tmp_path / "copy"
+    shutil.copytree(DOCS, copy / "docs")
+    shutil.copy(ROOT / "mkdocs.yml", copy / "mkdocs.yml")
+    index = copy / "docs" / "index.md"
+    index.write_text(index.read_text(encoding="utf-8") + f"\n{link}\n", encoding="utf-8")
+    built = _mkdocs(copy, tmp_path / "site")
+    assert built.returncode != 0
+    assert "index.md" in built.stdout + built.stderr
+
+
+@pytest.mark.model
+def test_the_readmes_first_quick_start_builds_and_searches_a_small_site_in_a_fresh_directory(tmp_path, run_cache):
+    """Copied as written from the README into an empty directory, run by bash with this checkout's commands first
+    on the PATH (what `pip install` gives a newcomer); the embedding cache of the run is shared (KB_CACHE_DIR)."""
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"## Quick start: build and search your site\n\n```sh\n(.*?)```", text, re.S).group(1)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "KB_CACHE_DIR": str(run_cache)}
+    ran = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=900, env=env)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    first = next(line for line in ran.stdout.splitlines() if line.startswith(" 1. "))
+    assert "解の公式" in first and "[rule]" in first, ran.stdout
+    assert (tmp_path / "mysite" / "knowledge" / "v2" / "manifest.json").is_file()
