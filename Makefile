@@ -120,10 +120,12 @@ bench-retrieval: install
 	$(BENCH_RUN) bench/retrieval/bench_jsquad.py $(SHARED)/corpus/jsquad/valid-v1.3.json
 
 # The manual (docs/, mkdocs.yml): its generated reference pages written from the code, then built into site-docs/
-# with `mkdocs build --strict` (a broken link or anchor fails). MkDocs and Material come with the test extra.
+# with `mkdocs build --strict` (a broken link or anchor fails) and indexed for its search box (the local model).
+# MkDocs and Material come with the test extra.
 docs: $(VENV)/.installed-test
 	$(BIN)/python tools/gen_reference.py
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+	$(BIN)/knowledge-build build --site site-docs
 
 clean:
 	rm -rf $(SITE)/_site $(SITE)/.jekyll-cache .pytest_cache reports site-docs

@@ -110,18 +110,18 @@ def retrieval_content(content: str) -> str:
 
 
 def embedded_learns(learns, source: str, type_: str, title: str) -> tuple[str, ...]:
-    """The learns that go into the embedded text: all of them, except heuristic template lines,
-    which repeat the title with words every chunk shares (理解する, 問題を解く)."""
+    """The learns that go into the embedded text: all of them, except heuristic template lines (in either language),
+    which repeat the title with words every chunk shares (理解する, 問題を解く, Understand)."""
     learns = tuple(learns)
-    if source == "heuristic" and learns == template_learns(type_, title):
+    if source == "heuristic" and learns in (template_learns(type_, title, "ja"), template_learns(type_, title, "en")):
         return ()
     return learns
 
 
-def template_learns(type_: str, title: str) -> tuple[str, ...]:
-    """The kind's template lines for a box with nothing more specific to offer."""
+def template_learns(type_: str, title: str, lang: str = "ja") -> tuple[str, ...]:
+    """The kind's template lines for a box with nothing more specific to offer, in the page's language (`lang`)."""
     topic = topic_of(title)
-    return tuple(template.format(topic=topic) for template in learns_templates(type_))
+    return tuple(template.format(topic=topic) for template in learns_templates(type_, lang))
 
 
 def topic_of(title: str) -> str:

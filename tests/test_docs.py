@@ -103,10 +103,39 @@ def test_the_manual_builds_with_mkdocs_strict(tmp_path):
     assert (tmp_path / "site" / "tutor" / "teachers-loop" / "index.html").is_file()
 
 
+@pytest.mark.browser
+def test_the_manuals_pages_search_with_the_projects_own_box(tmp_path, browser):
+    """The manual built as `make docs` builds it (the fake embedder here: the box's lexical channel), served on
+    127.0.0.1, searched from a page two folders deep: the box is there instead of Material's search, and its results
+    link to the page that answers."""
+    import knowledge_build as kb
+
+    from .conftest import FakeEmbedder
+    from .served import serving
+
+    site = tmp_path / "site"
+    built = _mkdocs(ROOT, site)
+    assert built.returncode == 0, built.stdout + built.stderr
+    kb.build(kb.load_config(site=site, cache_dir=tmp_path / "cache", env={}), embedder=FakeEmbedder())
+    assert not (site / "search" / "search_index.json").exists()  # Material's search is off
+    with serving(site) as origin:
+        tab = browser.new_page()
+        tab.set_default_timeout(float(os.environ.get("KB_TEST_TIMEOUT", "120")) * 1000)
+        tab.goto(origin + "/guide/install/", wait_until="load")
+        assert tab.locator("input[role=combobox]").get_attribute("placeholder") == "Search this site"  # lang="en"
+        tab.locator("input[role=combobox]").click()
+        tab.keyboard.type("Cloud Run")
+        tab.wait_for_function("() => document.querySelector('[role=listbox]').dataset.query === 'Cloud Run'")
+        first = tab.eval_on_selector("[role=option] a", "a => new URL(a.href).pathname")
+        tab.close()
+    assert first == "/tutor/cloud-run/"
+
+
 @pytest.mark.parametrize("link", ["[x](guide/no-such-page.md)", "[x](guide/install.md#no-such-anchor)"])
 def test_a_broken_link_or_anchor_fails_the_build(tmp_path, link):
     copy = tmp_path / "copy"
     shutil.copytree(DOCS, copy / "docs")
+    shutil.copytree(ROOT / "docs-theme", copy / "docs-theme")
     shutil.copy(ROOT / "mkdocs.yml", copy / "mkdocs.yml")
     index = copy / "docs" / "index.md"
     index.write_text(index.read_text(encoding="utf-8") + f"\n{link}\n", encoding="utf-8")

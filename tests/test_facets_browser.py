@@ -24,7 +24,7 @@ TIMEOUT_MS = float(os.environ.get("KB_TEST_TIMEOUT", "120")) * 1000
 BOX = ('<header><div class="knowledge-search" data-bundle="/knowledge/v2/"></div>'
        '<script type="module" src="/knowledge/v2/knowledge-search-ui.js"></script></header>')
 MENU = "select[aria-label=版]"
-LANGUAGES = "select[aria-label=言語]"
+LANGUAGES = "select[aria-label=Language]"  # the box speaks English on an English page (<html lang="en">)
 ENGLISH = """<!doctype html><html lang="en"><head><title>{title}</title></head><body><main><h1>{title}</h1>
 <h2 id="install">Installation</h2>
 <p>Version {v} installs with pip. Make a virtual environment, install the packages it depends on, then check the

@@ -125,4 +125,15 @@ def test_the_box_module_is_small():
     from knowledge_build.browser import install
 
     module = Path(install.__file__).parent / "static" / "knowledge-search-ui.js"
-    assert len(gzip.compress(module.read_bytes(), 9)) <= 6144  # README: about 6 KB gzipped
+    assert len(gzip.compress(module.read_bytes(), 9)) <= 7168  # docs/guide/search-box.md: about 7 KB gzipped
+
+
+def test_the_box_reads_a_page_as_japanese_by_the_same_kana_share_as_the_build():
+    """The box's words follow the page's language (knowledge-search-ui.js pageInJapanese); a page that declares
+    another language is Japanese when its kana reach the share html/main_content.py's written_in_japanese uses."""
+    from knowledge_build.browser import install
+    from knowledge_build.html.main_content import _KANA, JAPANESE_KANA_SHARE
+
+    module = (Path(install.__file__).parent / "static" / "knowledge-search-ui.js").read_text(encoding="utf-8")
+    assert f"const KANA_SHARE = {JAPANESE_KANA_SHARE};" in module
+    assert f"/{_KANA.pattern}/g" in module

@@ -15,6 +15,33 @@ const RECENT = 5;
 const LANDING = "knowledge-search:landing";
 const MAX_LANDING_MARKS = 50;
 let boxes = 0;
+// What the box says, in the page's language: Japanese on a page whose <html lang> is ja or not given, or whose text
+// is Japanese by its kana whatever its theme declares (html/main_content.py's written_in_japanese, on the page's main
+// area or body), English on any other; the kinds' names too, for the badges and the filter.
+const TEXT = {
+  ja: { recent: "最近の検索", learns: "このリンクで学べること", box: "サイト内検索", placeholder: "サイト内を検索（例：たすきがけ）",
+        type: "種類", allTypes: "すべての種類", level: "レベル", allLevels: "すべてのレベル", version: "版", newest: "最新の版",
+        language: "言語", auto: "自動", results: "検索結果", allVersions: "すべての版", allLanguages: "すべての言語",
+        count: (n) => `${n} 件`, none: (q) => `「${q}」は見つかりませんでした`, failed: (m) => `検索できませんでした（${m}）`,
+        kinds: {} },
+  en: { recent: "Recent search", learns: "What this link teaches", box: "Search this site", placeholder: "Search this site",
+        type: "Kind", allTypes: "All kinds", level: "Level", allLevels: "All levels", version: "Version",
+        newest: "Newest version", language: "Language", auto: "Automatic", results: "Results", allVersions: "All versions",
+        allLanguages: "All languages", count: (n) => (n === 1 ? "1 result" : `${n} results`),
+        none: (q) => `Nothing found for “${q}”`, failed: (m) => `Search failed (${m})`,
+        kinds: { rule: "Rule", method: "Method", definition: "Definition", tip: "Tip", example: "Example",
+                 section: "Section", table: "Table" } },
+};
+const KANA_SHARE = 0.05;  // html/main_content.py JAPANESE_KANA_SHARE (tests/test_install_search.py holds them equal)
+function pageInJapanese() {
+  const lang = (document.documentElement.lang || "ja").toLowerCase();
+  if (lang === "ja" || lang.startsWith("ja-")) return true;
+  const main = document.querySelector("[role=main], main, article") || document.body;
+  const text = main ? main.textContent : "";
+  const letters = (text.match(/\p{L}/gu) || []).length;
+  return letters > 0 && (text.match(/[\u3041-\u3096\u30a1-\u30fa]/g) || []).length >= KANA_SHARE * letters;
+}
+const SAY = pageInJapanese() ? TEXT.ja : TEXT.en;
 
 function stored(storage, key, fallback) {
   try { return JSON.parse(storage.getItem(key)) ?? fallback; } catch { return fallback; }
@@ -108,18 +135,18 @@ function region(target) {
 function recentOption(query, id) {
   return el("li", { id, class: "ks-result ks-recent", role: "option", "aria-selected": "false" },
     el("button", { type: "button", class: "ks-link", tabindex: "-1", "data-query": query },
-      el("span", { class: "ks-recent-head", text: "最近の検索" }), el("span", { class: "ks-title", text: query })));
+      el("span", { class: "ks-recent-head", text: SAY.recent }), el("span", { class: "ks-title", text: query })));
 }
 
 function option(result, id) {
   const head = el("span", { class: "ks-head" }, el("span", { class: "ks-title", text: result.title }),
-    el("span", { class: "ks-badge", "data-type": result.type, text: result.typeLabel || result.type }));
+    el("span", { class: "ks-badge", "data-type": result.type, text: SAY.kinds[result.type] || result.typeLabel || result.type }));
   if (result.level) head.append(el("span", { class: "ks-level", text: result.level }));
   // A result whose link is not http(s) or site-relative (url null: the core refused it) is shown, but as text.
   const link = result.url === null ? el("div", { class: "ks-link" }, head)
     : el("a", { class: "ks-link", href: result.url, tabindex: "-1" }, head);
   if (result.learns && result.learns.length) {
-    link.append(el("span", { class: "ks-learns-head", text: "このリンクで学べること" }),
+    link.append(el("span", { class: "ks-learns-head", text: SAY.learns }),
       el("ul", { class: "ks-learns" }, ...result.learns.map((text) => el("li", { text }))));
   }
   if (result.excerpt) link.append(marked(result.excerpt, result.marks));
@@ -162,15 +189,15 @@ function mount(container) {
     : new URL("./", import.meta.url);
   const recentKey = `knowledge-search:recent:${bundle.href}`;
   const input = el("input", { type: "search", class: "ks-input", role: "combobox", "aria-autocomplete": "list",
-    "aria-expanded": "false", "aria-controls": `ks-list-${n}`, "aria-label": "サイト内検索",
+    "aria-expanded": "false", "aria-controls": `ks-list-${n}`, "aria-label": SAY.box,
     ...(n === 1 ? { "aria-keyshortcuts": "/ Control+K Meta+K" } : {}),
-    placeholder: "サイト内を検索（例：たすきがけ）", autocomplete: "off", spellcheck: "false", maxlength: MAX_QUERY });
-  const type = filter("種類", "すべての種類");
-  const level = filter("レベル", "すべてのレベル");
-  const version = filter("版", "最新の版");  // shown on a site with versions; left empty: the newest (ranking/facets.py)
-  const language = filter("言語", "自動");  // shown on a site in several languages; left empty: ranking/facets.py's rule
+    placeholder: SAY.placeholder, autocomplete: "off", spellcheck: "false", maxlength: MAX_QUERY });
+  const type = filter(SAY.type, SAY.allTypes);
+  const level = filter(SAY.level, SAY.allLevels);
+  const version = filter(SAY.version, SAY.newest);  // shown on a site with versions; left empty: the newest (ranking/facets.py)
+  const language = filter(SAY.language, SAY.auto);  // shown on a site in several languages; left empty: ranking/facets.py's rule
   const status = el("p", { class: "ks-status", role: "status" });
-  const list = el("ul", { class: "ks-results", id: `ks-list-${n}`, role: "listbox", "aria-label": "検索結果",
+  const list = el("ul", { class: "ks-results", id: `ks-list-${n}`, role: "listbox", "aria-label": SAY.results,
     hidden: "" });
   const root = el("div", { class: "ks", hidden: "" }, el("div", { class: "ks-bar" }, input, type, level, version, language), status,
     list);
@@ -181,8 +208,8 @@ function mount(container) {
     index ??= open(bundle).then((opened) => {
       const every = (values, label) => (values.length ? [...values, { value: "all", label }] : []);
       for (const [select, values] of [[type, opened.filters.types], [level, opened.filters.levels],
-        [version, every(opened.filters.versions, "すべての版")], [language, every(opened.filters.languages, "すべての言語")]]) {
-        select.append(...values.map(({ value, label }) => el("option", { value, text: label })));
+        [version, every(opened.filters.versions, SAY.allVersions)], [language, every(opened.filters.languages, SAY.allLanguages)]]) {
+        select.append(...values.map(({ value, label }) => el("option", { value, text: SAY.kinds[value] || label })));
         select.hidden = values.length < 2;
       }
       return opened;
@@ -225,7 +252,7 @@ function mount(container) {
                                   language: chosen.language || "", recent: String(recent.length) });
     list.replaceChildren(...(query ? found.map((result, i) => option(result, `ks-${n}-${i}`))
       : recent.map((q, i) => recentOption(q, `ks-${n}-${i}`))));
-    status.textContent = !query ? "" : found.length ? `${found.length} 件` : `「${query}」は見つかりませんでした`;
+    status.textContent = !query ? "" : found.length ? SAY.count(found.length) : SAY.none(query);
     expand(true);
   }
 
@@ -256,7 +283,7 @@ function mount(container) {
     } catch (error) {
       if (mine === latest) {
         show([], "");
-        status.textContent = `検索できませんでした（${error.message}）`;
+        status.textContent = SAY.failed(error.message);
       }
     }
   }
