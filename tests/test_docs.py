@@ -158,3 +158,12 @@ def test_the_readmes_first_quick_start_builds_and_searches_a_small_site_in_a_fre
     first = next(line for line in ran.stdout.splitlines() if line.startswith(" 1. "))
     assert "解の公式" in first and "[rule]" in first, ran.stdout
     assert (tmp_path / "mysite" / "knowledge" / "v2" / "manifest.json").is_file()
+    # The second quick start on the same folder, its commands as written but the last (a server that runs until
+    # stopped): the snippet to paste is printed and the build writes the box's bundle.
+    second = re.search(r"## Quick start: put the search box on your site\n\n```sh\n(.*?)```", text, re.S).group(1)
+    commands = [line for line in second.splitlines() if line.startswith("knowledge-build ")]
+    ran = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(commands)], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=900, env=env)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert '<div class="knowledge-search" data-bundle="/knowledge/v2/"></div>' in ran.stdout
+    assert (tmp_path / "mysite" / "knowledge" / "v2" / "knowledge-search-ui.js").is_file()

@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE.parent))
 from bench_search_box import CHROMIUM, TIMEOUT_MS  # noqa: E402
 
 QUERIES = ROOT / "data" / "eval" / "docs_queries_en.jsonl"
-SHOWN = 8  # what each search shows at once is at least this many (the box: 8; Material: 10 pages)
+STEADY, POLL_MS = 5, 200  # Material's list is read when unchanged over 5 reads 200 ms apart
 
 
 def log(message: str) -> None:
@@ -104,13 +104,13 @@ def box_pages(browser, origin: str, queries: list[str]) -> list[list[str]]:
 def material_pages(browser, origin: str, queries: list[str]) -> list[list[str]]:
     """Material's search as a reader uses it: the search field opened, the query typed, the result list read when
     its count line answers the query (the worker has run)."""
-    page = browser.new_page()
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(origin + "/", wait_until="load")
     out = []
     for query in queries:
-        page.locator("label[for=__search]").first.click()
         field = page.locator("input[data-md-component=search-query]")
+        field.click()  # the header's search field (a desktop-wide window shows it)
         field.fill("")
         page.wait_for_function("() => !/matching/i.test(document.querySelector('.md-search-result__meta')?.textContent"
                                " || '')")  # the previous answer is gone
@@ -121,8 +121,15 @@ def material_pages(browser, origin: str, queries: list[str]) -> list[list[str]]:
             " const items = document.querySelectorAll('li.md-search-result__item').length;"
             " return f && f.value === q && meta && (/^No matching/i.test(meta.textContent.trim())"
             "   || (/matching/i.test(meta.textContent) && items > 0)); }", arg=query)
-        hrefs = page.eval_on_selector_all("li.md-search-result__item > a.md-search-result__link",
-                                          "links => links.map(a => a.href)")
+        # Material searches at each keystroke: a prefix's answer may be drawn first, then the whole query's. The
+        # list is read once it has stayed the same for STEADY reads POLL_MS apart.
+        hrefs, steady = None, 0
+        while steady < STEADY:
+            page.wait_for_timeout(POLL_MS)
+            now = page.eval_on_selector_all("li.md-search-result__item > a.md-search-result__link",
+                                            "links => links.map(a => a.href)")
+            steady = steady + 1 if now == hrefs else 0
+            hrefs = now
         out.append(distinct([page_of(h) for h in hrefs]))
         page.keyboard.press("Escape")
     page.close()
