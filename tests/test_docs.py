@@ -167,3 +167,59 @@ def test_the_readmes_first_quick_start_builds_and_searches_a_small_site_in_a_fre
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert '<div class="knowledge-search" data-bundle="/knowledge/v2/"></div>' in ran.stdout
     assert (tmp_path / "mysite" / "knowledge" / "v2" / "knowledge-search-ui.js").is_file()
+
+
+def _shell_blocks(text: str):
+    """The fenced blocks of a Markdown text that hold shell lines: no language, or sh, bash, shell, console."""
+    block, language = None, None
+    for line in text.splitlines():
+        fence = re.match(r"^\s*```\s*([\w-]*)", line)
+        if fence and block is None:
+            block, language = [], fence.group(1)
+        elif fence:
+            if language in ("", "sh", "bash", "shell", "console"):
+                yield "\n".join(block)
+            block = None
+        elif block is not None:
+            block.append(line)
+
+
+def _shown_commands():
+    """(page, line) of every `knowledge-build …` command line in a shell block of the README and the docs (a line
+    continued with a backslash read whole)."""
+    for page in [README, *sorted(DOCS.rglob("*.md"))]:
+        if page.parent == DOCS / "reference" and page.name == "cli.md":
+            continue  # the generated help: usage lines, checked by being generated
+        for block in _shell_blocks(page.read_text(encoding="utf-8")):
+            for line in re.sub(r"\\\n\s*", " ", re.sub(r"\$\([^)]*\)", "VALUE", block)).splitlines():
+                found = re.match(r"^\s*(?:[A-Z_]+=\S*\s+)*(?:\.venv/bin/)?knowledge-build\s+(.*)$", line)
+                if found:
+                    yield page.relative_to(ROOT).as_posix(), found.group(1)
+
+
+def test_every_command_the_manual_shows_names_a_real_command_and_its_real_options():
+    """Each command line shown (a synopsis with [optional] parts too): its subcommands exist and every --option it
+    names is one of that command's. Running them all would need a database, a chat server and Slack; the quick
+    starts are run (above)."""
+    import click
+
+    from knowledge_build.cli import main
+
+    wrong, seen = [], 0
+    for page, rest in _shown_commands():
+        words = rest.split("#", 1)[0].split()
+        command, ctx = main, click.Context(main, info_name="knowledge-build")
+        while isinstance(command, click.Group) and words and not words[0].startswith("-"):
+            sub = command.get_command(ctx, words[0])
+            if sub is None:
+                wrong.append(f"{page}: knowledge-build {rest}: no command {words[0]!r}")
+                break
+            command, ctx, words = sub, click.Context(sub, info_name=words[0], parent=ctx), words[1:]
+        else:
+            seen += 1
+            known = {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)} | {"--help"}
+            for word in words:
+                option = re.match(r"^[\[(|]*(--?[a-z][\w-]*)", word)
+                if option and option.group(1) not in known:
+                    wrong.append(f"{page}: knowledge-build {rest}: {command.name} has no {option.group(1)}")
+    assert wrong == [] and seen >= 40, (seen, wrong)
