@@ -223,3 +223,17 @@ def test_every_command_the_manual_shows_names_a_real_command_and_its_real_option
                 if option and option.group(1) not in known:
                     wrong.append(f"{page}: knowledge-build {rest}: {command.name} has no {option.group(1)}")
     assert wrong == [] and seen >= 40, (seen, wrong)
+
+
+def test_each_current_figure_is_stated_on_the_page_it_names():
+    """docs/reference/figures.md lifts the current figures out of the notebooks; each must be what its page says."""
+    page = DOCS / "reference" / "figures.md"
+    rows = [line for line in page.read_text(encoding="utf-8").splitlines() if line.startswith("| ") and "](" in line]
+    assert len(rows) >= 8
+    for row in rows:
+        _, figure, where = (cell.strip() for cell in row.strip().strip("|").split(" | "))
+        target = (page.parent / re.search(r"\]\(([^)#]+)", where).group(1)).resolve()
+        text = " ".join(target.read_text(encoding="utf-8").split())
+        for part in figure.split(", "):
+            forms = (part, part.replace(" / ", "/"), part.replace(" / ", " | "))  # prose, or a table's two cells
+            assert any(form in text for form in forms), (figure, target.name)
