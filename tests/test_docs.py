@@ -145,9 +145,11 @@ def test_a_broken_link_or_anchor_fails_the_build(tmp_path, link):
 
 
 @pytest.mark.model
-def test_the_readmes_first_quick_start_builds_and_searches_a_small_site_in_a_fresh_directory(tmp_path, run_cache):
-    """Copied as written from the README into an empty directory, run by bash with this checkout's commands first
-    on the PATH (what `pip install` gives a newcomer); the embedding cache of the run is shared (KB_CACHE_DIR)."""
+def test_the_readmes_quick_starts_run_as_written_in_a_fresh_directory(tmp_path, run_cache):
+    """The first quick start copied as written from the README into an empty directory builds and searches a small
+    site; the second's commands put the box on it; the third's servers start (stdio) and answer /health (HTTP). Run
+    by bash with this checkout's commands first on the PATH (what `pip install` gives a newcomer); the embedding cache
+    of the run is shared (KB_CACHE_DIR)."""
     text = README.read_text(encoding="utf-8")
     block = re.search(r"## Quick start: build and search your site\n\n```sh\n(.*?)```", text, re.S).group(1)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
@@ -167,6 +169,42 @@ def test_the_readmes_first_quick_start_builds_and_searches_a_small_site_in_a_fre
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert '<div class="knowledge-search" data-bundle="/knowledge/v2/"></div>' in ran.stdout
     assert (tmp_path / "mysite" / "knowledge" / "v2" / "knowledge-search-ui.js").is_file()
+    # The third: the MCP server on stdio (it ends when its input does) and over HTTP (its port changed to a free one,
+    # asked for its health, then stopped).
+    third = re.search(r"## Quick start: give an AI tutor the MCP server\n\n```sh\n(.*?)```", text, re.S).group(1)
+    stdio, http = [line.split("#", 1)[0].strip() for line in third.splitlines() if line.startswith("knowledge-build ")]
+    ran = subprocess.run(["bash", "-c", stdio], cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                         timeout=900, env=env)
+    assert ran.returncode == 0, ran.stderr
+    _health_of_the_http_server(http, tmp_path, env)
+
+
+def _health_of_the_http_server(command: str, cwd: Path, env: dict) -> None:
+    import json
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(["bash", "-c", f"exec {re.sub(r'--port [0-9]+', f'--port {port}', command)}"], cwd=cwd,
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + float(os.environ.get("KB_TEST_TIMEOUT", "120"))
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as answer:
+                    health = json.loads(answer.read())
+                break
+            except OSError:
+                assert server.poll() is None, server.stderr.read()
+                assert time.monotonic() < deadline, "the MCP server did not answer /health"
+                time.sleep(0.2)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    assert health["status"] == "healthy" and health["backend"] == "artifacts"
 
 
 def _shell_blocks(text: str):
@@ -199,8 +237,8 @@ def _shown_commands():
 
 def test_every_command_the_manual_shows_names_a_real_command_and_its_real_options():
     """Each command line shown (a synopsis with [optional] parts too): its subcommands exist and every --option it
-    names is one of that command's. Running them all would need a database, a chat server and Slack; the quick
-    starts are run (above)."""
+    names is one of that command's. Running them all would need a database, a chat server and Slack; the README's
+    quick starts are run (above)."""
     import click
 
     from knowledge_build.cli import main
