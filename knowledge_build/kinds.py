@@ -34,7 +34,8 @@ class Kind:
 KINDS: tuple[Kind, ...] = (
     Kind("rule", "rule", "rule-box", ("公式", "定理", "法則", "性質"),
          ("「{topic}」の内容を理解する", "「{topic}」を使って問題を解く"),
-         also_in_box=("method", "def", "ex"), learns_other=("Understand “{topic}”", "Apply “{topic}”")),  # sites put practice problems (練習1) in a rule-box
+         also_in_box=("method", "def", "ex"),  # sites put practice problems (練習1) in a rule-box
+         learns_other=("Understand “{topic}”", "Apply “{topic}”")),
     Kind("method", "method", "method-box", ("解き方", "やり方", "方法", "手順", "求め方"),
          ("「{topic}」の手順を身につける", "「{topic}」を使って問題を解く"),
          learns_other=("Follow the steps of “{topic}”", "Apply “{topic}”")),

@@ -5,7 +5,9 @@ that database (store/gaps_pg.py); the report takes both."""
 
 from __future__ import annotations
 
+import functools
 import json
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -30,25 +32,19 @@ def gaps(index_dir, site, database_url, log_file, out, fmt, forget):
     """Report the questions the site answered weakly (kept when the setting gap_log is on), grouped by meaning."""
     from ..store.gaps import GapLog, gap_log_path
 
+    from ..serve.service import open_search
+
     config = kb.load_config(site=site, index=index_dir, gap_log_file=log_file, database_url=database_url)
     path = gap_log_path(config)
-    rows, answered, dropped, places = [], {}, 0, []
-    opened = []
-
-    def searcher():
-        """The set's index (without the database), opened when first needed."""
-        if not opened:
-            from ..serve.service import open_search
-
-            opened.append(open_search(config, use_database=False))
-        return opened[0]
-
+    rows, answered, dropped, places = [], Counter(), 0, []
+    searcher = functools.cache(lambda: open_search(config, use_database=False))  # opened when first needed
     if path.is_file():
         with GapLog(path, config.gap_retention_days) as log:
             if forget:
                 click.echo(f"forgot {log.forget()} questions ({path})")
             else:
-                rows, answered = log.rows(), log.answered()
+                rows = log.rows()
+                answered.update(log.answered())
         places.append(str(path))
     if config.database_url:
         from ..store import gaps_pg
@@ -63,10 +59,8 @@ def gaps(index_dir, site, database_url, log_file, out, fmt, forget):
                     weak, strong = _judged_again(more, searcher(), config.gap_weak_relevance)
                     gaps_pg.answered(conn, strong)
                     rows += [{k: v for k, v in r.items() if k != "ref"} for r in weak]
-                    for row in strong:
-                        counted[row["channel"]] = counted.get(row["channel"], 0) + 1
-                    for channel, count in counted.items():
-                        answered[channel] = answered.get(channel, 0) + count
+                    answered.update(counted)
+                    answered.update(row["channel"] for row in strong)
                 places.append("the database")
     if not places:
         if forget:
@@ -79,7 +73,8 @@ def gaps(index_dir, site, database_url, log_file, out, fmt, forget):
         return
     from ..serve.gaps_report import gap_report
 
-    report = gap_report(rows, answered, searcher(), config.gap_min_wording, config.relevance_threshold)
+    report = gap_report(rows, dict(sorted(answered.items())), searcher(), config.gap_min_wording,
+                        config.relevance_threshold)
     report["dropped"] = dropped
     if fmt == "json":
         click.echo(json.dumps(report, ensure_ascii=False, indent=2))
@@ -90,12 +85,13 @@ def gaps(index_dir, site, database_url, log_file, out, fmt, forget):
     click.echo(f"wrote {out}: {len(report['groups'])} groups of {report['questions']} questions")
 
 
-
 def _judged_again(rows: list[dict], index, weak_below: float) -> tuple[list[dict], list[dict]]:
     """The search box's questions (judged by their words and the student's clicks) judged with the model: (weak,
-    answered after all), by the best relevance of the set's first results against `weak_below`."""
-    weak, strong = [], []
-    for row in rows:
-        best = max((r.relevance for r in index.search(row["query"], k=5)), default=0.0)
-        (strong if best >= weak_below else weak).append(row)
+    answered after all), by the best relevance of the set's first results against `weak_below`; each wording searched
+    once however often it was asked."""
+    best: dict[str, float] = {}
+    for query in dict.fromkeys(row["query"] for row in rows):
+        best[query] = max((r.relevance for r in index.search(query, k=5)), default=0.0)
+    weak = [row for row in rows if best[row["query"]] < weak_below]
+    strong = [row for row in rows if best[row["query"]] >= weak_below]
     return weak, strong
