@@ -9,7 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import psycopg
 from psycopg import sql
 
+from .served import send_json
+
 KEY = "anon-key-of-the-test"
+CORS = {"Access-Control-Allow-Origin": "*"}  # what Supabase's gateway adds to every answer, a preflight's included
 # PostgREST's HTTP status for a PostgreSQL error code (its docs, "Errors"); anything else is 400.
 STATUS = {"42501": 401, "42883": 404, "42P01": 404, "57014": 500}
 
@@ -94,23 +97,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_OPTIONS(self):  # noqa: N802: a browser's preflight of a cross-origin POST, answered as Supabase's gateway does
         self.send_response(204)
-        self._cors()
-        self.send_header("Access-Control-Allow-Methods", "GET, POST, PATCH, PUT, DELETE, OPTIONS")
-        self.send_header("Access-Control-Allow-Headers", "apikey, authorization, content-type, x-client-info")
-        self.send_header("Content-Length", "0")
+        for name, value in {**CORS, "Access-Control-Allow-Methods": "GET, POST, PATCH, PUT, DELETE, OPTIONS",
+                            "Access-Control-Allow-Headers": "apikey, authorization, content-type, x-client-info",
+                            "Content-Length": "0"}.items():
+            self.send_header(name, value)
         self.end_headers()
-
-    def _cors(self) -> None:
-        self.send_header("Access-Control-Allow-Origin", "*")
 
     def _send(self, status: int, payload) -> None:
-        data = json.dumps(payload, ensure_ascii=False).encode()
-        self.send_response(status)
-        self._cors()
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, status, payload, CORS)
 
     def log_message(self, *args):
         pass

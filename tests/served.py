@@ -4,6 +4,7 @@ site, built by a real `jekyll build`."""
 
 import functools
 import http.server
+import json
 import re
 import shutil
 import subprocess
@@ -25,6 +26,29 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def counting(sent: list) -> type:
+    """A quiet handler that appends the bytes of each file it sends to `sent` (no compression)."""
+    class Counting(_Quiet):
+        def copyfile(self, source, outputfile):
+            data = source.read()
+            outputfile.write(data)
+            sent.append(len(data))
+
+    return Counting
+
+
+def send_json(handler: http.server.BaseHTTPRequestHandler, status: int, payload, headers: dict | None = None) -> None:
+    """Answer a request of `handler` with `payload` as JSON (UTF-8), `headers` added."""
+    data = json.dumps(payload, ensure_ascii=False).encode()
+    handler.send_response(status)
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.send_header("Content-Type", "application/json; charset=utf-8")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 @contextmanager
 def running(server):
     """`server` (a socketserver) answering in a daemon thread until the block ends."""
@@ -37,9 +61,10 @@ def running(server):
 
 
 @contextmanager
-def serving(directory: Path):
-    """A real HTTP server on 127.0.0.1 serving `directory`; yields its origin (http://127.0.0.1:PORT)."""
-    handler = functools.partial(_Quiet, directory=str(directory))
+def serving(directory: Path, handler: type | None = None):
+    """A real HTTP server on 127.0.0.1 serving `directory` (with `handler`, a SimpleHTTPRequestHandler: quiet, or
+    `counting`); yields its origin (http://127.0.0.1:PORT)."""
+    handler = functools.partial(handler or _Quiet, directory=str(directory))
     with running(http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)) as httpd:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"
 

@@ -2,13 +2,10 @@
 analysis and ranking knowledge-search.js runs there, held to browser/analysis.py and browser/search.py
 by running the module in Debian's Chromium on the same strings and queries."""
 
-import functools
 import gzip
-import http.server
 import json
 import os
 import shutil
-import threading
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,8 @@ from knowledge_build.browser.analysis import analyze_document, fold, query_terms
 from knowledge_build.browser.search import BrowserIndex
 from knowledge_build.index.verify import load_manifest
 from tests.conftest import FakeEmbedder
+
+from .served import counting, serving
 
 TIMEOUT_MS = float(os.environ.get("KB_TEST_TIMEOUT", "120")) * 1000
 STATIC = Path(kb.__file__).parent / "browser" / "static"
@@ -227,42 +226,33 @@ QUERIES = ["二次方程式を公式で解きたい", "たすきがけ", "タス
 def served(built):
     """The set served by a real HTTP server on 127.0.0.1, with a blank page to run the module from."""
     output = built[0].output
-    httpd, base = _served(output)
-    yield base, output
-    httpd.shutdown()
-    httpd.server_close()
+    with _served(output) as base:
+        yield base, output
 
 
-def _served(directory: Path):
-    """A real HTTP server on 127.0.0.1 over `directory`'s parent, with a blank page to run the module from."""
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
+def _served(directory: Path, handler=None):
+    """A real HTTP server on 127.0.0.1 over `directory`'s parent (tests/served.py), with a blank page to run the
+    module from; a context manager yielding its origin."""
     (directory.parent / "blank.html").write_text("<!DOCTYPE html><meta charset='utf-8'><title>t</title>", encoding="utf-8")
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=directory.parent))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}"
+    return serving(directory.parent, handler)
 
 
 @pytest.mark.browser
 def test_chromium_ranks_a_set_whose_codes_are_in_clusters_as_python_does(browser, clustered):
-    httpd, base = _served(clustered)
-    page = browser.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    try:
-        page.goto(f"{base}/blank.html")
-        module = f"{base}/{clustered.name}/knowledge-search.js"
-        got = page.evaluate("""async ([module, queries]) => {
-            const index = await (await import(module)).open(new URL("./", module));
-            const ranked = [];
-            for (const q of queries) ranked.push((await index.search(q, {k: 5})).map((r) => [r.id, r.score]));
-            return ranked;
-        }""", [module, QUERIES])
-    finally:
-        page.close()
-        httpd.shutdown()
-        httpd.server_close()
+    with _served(clustered) as base:
+        page = browser.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        try:
+            page.goto(f"{base}/blank.html")
+            module = f"{base}/{clustered.name}/knowledge-search.js"
+            got = page.evaluate("""async ([module, queries]) => {
+                const index = await (await import(module)).open(new URL("./", module));
+                const ranked = [];
+                for (const q of queries) ranked.push((await index.search(q, {k: 5})).map((r) => [r.id, r.score]));
+                return ranked;
+            }""", [module, QUERIES])
+        finally:
+            page.close()
     index = BrowserIndex(clustered)
     expected = [[[r.id, r.score] for r in index.search(q, 5)] for q in QUERIES]
     assert [[i for i, _ in r] for r in got] == [[i for i, _ in r] for r in expected]
@@ -307,23 +297,7 @@ def test_the_box_on_the_reference_corpus_ranks_as_python_within_its_byte_budgets
     most 300 KB with every script (modules, stylesheet, entry point, shards, the dense channel's codes, records),
     each dev query alone too, and the next nine typed after the first at most 60 KB on average, counted by a real
     server on 127.0.0.1 without compression; Chromium ranks every dev query as the Python mirror does."""
-    root = corpus_real_index.parent
-    (root / "blank.html").write_text("<!DOCTYPE html><meta charset='utf-8'><title>t</title>", encoding="utf-8")
     sent: list[int] = []
-
-    class Counting(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def copyfile(self, source, outputfile):
-            data = source.read()
-            outputfile.write(data)
-            sent.append(len(data))
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Counting, directory=root))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{httpd.server_address[1]}"
-    module = f"{base}/{corpus_real_index.name}/knowledge-search.js"
     queries = [json.loads(line)["query"] for line in dev_queries.read_text(encoding="utf-8").splitlines()]
     search = """async ([module, query]) => {
         const m = await import(module);
@@ -331,7 +305,8 @@ def test_the_box_on_the_reference_corpus_ranks_as_python_within_its_byte_budgets
         return (await index.search(query, {k: 8})).map((r) => r.id);
     }"""
     totals, ranked = [], []
-    try:
+    with _served(corpus_real_index, counting(sent)) as base:
+        module = f"{base}/{corpus_real_index.name}/knowledge-search.js"
         for query in queries:
             context = browser.new_context()
             page = context.new_page()
@@ -351,9 +326,6 @@ def test_the_box_on_the_reference_corpus_ranks_as_python_within_its_byte_budgets
             page.evaluate(search, [module, query])
             warm.append(sum(sent))
         context.close()
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
     index = BrowserIndex(corpus_real_index)
     assert "dense" in index.entry
     assert ranked == [[r.id for r in index.search(q, 8)] for q in queries]

@@ -2,11 +2,8 @@
 and the same default and filters in every front door: the artifacts, the CLI, MCP, the database and the box."""
 
 import asyncio
-import functools
-import http.server
 import json
 import subprocess
-import threading
 
 import psycopg
 import pytest
@@ -22,6 +19,7 @@ from knowledge_build.site.facets import site_facets
 from knowledge_build.store.postgres import connect, hybrid_search, publish
 
 from .conftest import ROOT, FakeEmbedder
+from .served import serving
 from .test_js_example import node  # noqa: F401  (the fixture: node 18+, a failure when missing)
 
 VERSIONS = ("1.5", "1.6", "1.7")
@@ -225,17 +223,8 @@ def test_every_version_in_the_box_shows_each_place_once(versioned_index, index):
 @pytest.fixture(scope="module")
 def served(versioned_index):
     """The artifact set served by a real HTTP server on 127.0.0.1 (the box fetches its bundle from it)."""
-    handler = functools.partial(Quiet, directory=str(versioned_index))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    httpd.shutdown()
-    httpd.server_close()
-
-
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
+    with serving(versioned_index) as origin:
+        yield f"{origin}/"
 
 
 def test_the_box_javascript_answers_as_its_python_mirror_with_each_version_filter(node, served,  # noqa: F811

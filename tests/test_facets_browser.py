@@ -6,16 +6,14 @@ the fake embedder (the box is lexical) into the site itself and served by a real
 headless Chromium types into the box. Waits are bounded by KB_TEST_TIMEOUT; nothing is timed.
 """
 
-import functools
-import http.server
 import os
-import threading
 
 import pytest
 
 from knowledge_build import build, load_config
 
 from .conftest import FakeEmbedder
+from .served import serving
 from .test_facets import HOME, PAGE, VERSIONS
 
 pytestmark = pytest.mark.browser
@@ -52,15 +50,8 @@ def server(tmp_path_factory):
     build(load_config(site=root, output=root / "knowledge" / "v2", cache_dir=root.parent / "cache", env={}),
           embedder=FakeEmbedder())
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=root))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(root) as origin:
+        yield origin
 
 
 def _links(tab, query: str, version: str = "", language: str = "") -> list[str]:

@@ -14,17 +14,16 @@ each link is opened with goto in a fresh tab (not by script, not by changing the
 Waits are bounded by KB_TEST_TIMEOUT (seconds, default 120); nothing is timed.
 """
 
-import functools
 import html
-import http.server
 import os
 import re
-import threading
 from pathlib import Path
 
 import pytest
 
 from knowledge_build.html.fragments import section_fragment
+
+from .served import serving
 
 pytestmark = pytest.mark.browser
 
@@ -72,17 +71,8 @@ def _link(n: int) -> str:
 def server(tmp_path_factory):
     """A real HTTP server on 127.0.0.1 serving a directory; yields (root, base URL)."""
     root = tmp_path_factory.mktemp("www")
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=root))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield root, f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(root) as origin:
+        yield root, origin
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ from knowledge_build.store.sources import SourceStore
 
 from .chat_server import URL_LINE, ChatServer
 from .conftest import FakeEmbedder
+from .served import send_json
 from .test_web_crawler import Route, serving
 
 TIMEOUT = float(os.environ.get("KB_TEST_TIMEOUT", "60"))
@@ -67,12 +68,7 @@ class FakeSlackApi:
                 elif method == "chat.postMessage":
                     answer.update(channel=params.get("channel"), ts=f"1800000000.{next(api._ts):06d}",
                                   message={"text": params.get("text")})
-                data = json.dumps(answer).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, 200, answer)
 
             def log_message(self, *args):
                 pass
