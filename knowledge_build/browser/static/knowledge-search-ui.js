@@ -42,6 +42,8 @@ function pageInJapanese() {
   return letters > 0 && (text.match(/[\u3041-\u3096\u30a1-\u30fa]/g) || []).length >= KANA_SHARE * letters;
 }
 const SAY = pageInJapanese() ? TEXT.ja : TEXT.en;
+// A kind's name as the box says it: the bundle's (Japanese) label, or the page language's own.
+const kindLabel = (value, label) => SAY.kinds[value] || label || value;
 
 function stored(storage, key, fallback) {
   try { return JSON.parse(storage.getItem(key)) ?? fallback; } catch { return fallback; }
@@ -140,7 +142,7 @@ function recentOption(query, id) {
 
 function option(result, id) {
   const head = el("span", { class: "ks-head" }, el("span", { class: "ks-title", text: result.title }),
-    el("span", { class: "ks-badge", "data-type": result.type, text: SAY.kinds[result.type] || result.typeLabel || result.type }));
+    el("span", { class: "ks-badge", "data-type": result.type, text: kindLabel(result.type, result.typeLabel) }));
   if (result.level) head.append(el("span", { class: "ks-level", text: result.level }));
   // A result whose link is not http(s) or site-relative (url null: the core refused it) is shown, but as text.
   const link = result.url === null ? el("div", { class: "ks-link" }, head)
@@ -207,9 +209,10 @@ function mount(container) {
   function load() {
     index ??= open(bundle).then((opened) => {
       const every = (values, label) => (values.length ? [...values, { value: "all", label }] : []);
-      for (const [select, values] of [[type, opened.filters.types], [level, opened.filters.levels],
+      const kinds = opened.filters.types.map(({ value, label }) => ({ value, label: kindLabel(value, label) }));
+      for (const [select, values] of [[type, kinds], [level, opened.filters.levels],
         [version, every(opened.filters.versions, SAY.allVersions)], [language, every(opened.filters.languages, SAY.allLanguages)]]) {
-        select.append(...values.map(({ value, label }) => el("option", { value, text: SAY.kinds[value] || label })));
+        select.append(...values.map(({ value, label }) => el("option", { value, text: label })));
         select.hidden = values.length < 2;
       }
       return opened;
