@@ -19,7 +19,7 @@ class Kind:
     box_class: str  # the box class that holds it by default ("" when none does)
     # Words by which a box title (for suggest-ids) or a query (for ranking) names this kind.
     words: tuple[str, ...]
-    # Heuristic learns: templates filled with the box's topic (a page in Japanese, or of no declared language).
+    # Heuristic learns: templates filled with the box's topic.
     learns: tuple[str, ...]
     # Other id prefixes its box class may carry: a method- id in a rule-box is normal.
     also_in_box: tuple[str, ...] = ()
@@ -27,32 +27,24 @@ class Kind:
     # Words that, as a box title's label (「練習1」「演習：…」), make the box this kind whatever its
     # class. Titles only: a query such as 「問題の解き方」 does not ask for this kind.
     label_words: tuple[str, ...] = ()
-    # The same templates for a page in any other language (an English documentation site).
-    learns_other: tuple[str, ...] = ()
 
 
 KINDS: tuple[Kind, ...] = (
     Kind("rule", "rule", "rule-box", ("公式", "定理", "法則", "性質"),
          ("「{topic}」の内容を理解する", "「{topic}」を使って問題を解く"),
-         also_in_box=("method", "def", "ex"),  # sites put practice problems (練習1) in a rule-box
-         learns_other=("Understand “{topic}”", "Apply “{topic}”")),
+         also_in_box=("method", "def", "ex")),  # sites put practice problems (練習1) in a rule-box
     Kind("method", "method", "method-box", ("解き方", "やり方", "方法", "手順", "求め方"),
-         ("「{topic}」の手順を身につける", "「{topic}」を使って問題を解く"),
-         learns_other=("Follow the steps of “{topic}”", "Apply “{topic}”")),
+         ("「{topic}」の手順を身につける", "「{topic}」を使って問題を解く")),
     Kind("definition", "def", "def-box", ("とは", "意味", "定義"),
-         ("「{topic}」の意味を説明できる", "「{topic}」を具体例で確かめる"),
-         learns_other=("Explain what “{topic}” means", "Check “{topic}” on an example")),
+         ("「{topic}」の意味を説明できる", "「{topic}」を具体例で確かめる")),
     Kind("tip", "tip", "tip-box", ("コツ", "ポイント", "注意", "間違"),
-         ("「{topic}」を意識してミスを防ぐ", "つまずきやすい点を確認する"),
-         learns_other=("Keep “{topic}” in mind to avoid mistakes",)),
+         ("「{topic}」を意識してミスを防ぐ", "つまずきやすい点を確認する")),
     Kind("example", "ex", "example-box", ("例題", "例を"),
-         ("「{topic}」を例題で確認する", "解き方の流れを自分で再現する"), label_words=("練習", "演習", "問題"),
-         learns_other=("Work through “{topic}”",)),
+         ("「{topic}」を例題で確認する", "解き方の流れを自分で再現する"), label_words=("練習", "演習", "問題")),
     # Parts of a page outside anchored boxes (sections.py): found by the page's headings, not by an
     # id, so their prefixes never mark an HTML id as a knowledge id. No words: 「表」 is also 「表す」.
-    Kind("section", "sec", "", (), ("「{topic}」の要点を理解する", "「{topic}」を自分の言葉で説明する"), anchored=False,
-         learns_other=("The main points of “{topic}”",)),
-    Kind("table", "tbl", "", (), ("「{topic}」の表を読み取る",), anchored=False, learns_other=("Read the table “{topic}”",)),
+    Kind("section", "sec", "", (), ("「{topic}」の要点を理解する", "「{topic}」を自分の言葉で説明する"), anchored=False),
+    Kind("table", "tbl", "", (), ("「{topic}」の表を読み取る",), anchored=False),
 )
 
 # Order in which title words decide a suggested prefix: the most specific kind first
@@ -96,7 +88,6 @@ KNOWLEDGE_ID = re.compile(rf"^({_ALTERNATION})-")
 ID_PATTERN = re.compile(rf"^({_ALTERNATION})-[a-z0-9]+(-[a-z0-9]+)*$")
 
 GENERIC_LEARNS = ("「{topic}」の要点を理解する", "「{topic}」を自分の言葉で説明する")
-GENERIC_LEARNS_OTHER = ("The main points of “{topic}”",)
 
 
 def type_of_id(anchor: str) -> str | None:
@@ -105,9 +96,6 @@ def type_of_id(anchor: str) -> str | None:
     return BY_PREFIX[match.group(1)].type if match else None
 
 
-def learns_templates(type_: str, lang: str = "ja") -> tuple[str, ...]:
-    """The kind's template learns for a page in `lang` (its `<html lang>`'s primary subtag; "" or "ja": Japanese)."""
+def learns_templates(type_: str) -> tuple[str, ...]:
     kind = BY_TYPE.get(type_)
-    if lang in ("", "ja"):
-        return kind.learns if kind else GENERIC_LEARNS
-    return kind.learns_other if kind else GENERIC_LEARNS_OTHER
+    return kind.learns if kind else GENERIC_LEARNS

@@ -110,18 +110,18 @@ def retrieval_content(content: str) -> str:
 
 
 def embedded_learns(learns, source: str, type_: str, title: str) -> tuple[str, ...]:
-    """The learns that go into the embedded text: all of them, except heuristic template lines (in either language),
-    which repeat the title with words every chunk shares (理解する, 問題を解く, Understand)."""
+    """The learns that go into the embedded text: all of them, except heuristic template lines,
+    which repeat the title with words every chunk shares (理解する, 問題を解く)."""
     learns = tuple(learns)
-    if source == "heuristic" and learns in (template_learns(type_, title, "ja"), template_learns(type_, title, "en")):
+    if source == "heuristic" and learns == template_learns(type_, title):
         return ()
     return learns
 
 
-def template_learns(type_: str, title: str, lang: str = "ja") -> tuple[str, ...]:
-    """The kind's template lines for a box with nothing more specific to offer, in the page's language (`lang`)."""
+def template_learns(type_: str, title: str) -> tuple[str, ...]:
+    """The kind's template lines for a box with nothing more specific to offer."""
     topic = topic_of(title)
-    return tuple(template.format(topic=topic) for template in learns_templates(type_, lang))
+    return tuple(template.format(topic=topic) for template in learns_templates(type_))
 
 
 def topic_of(title: str) -> str:

@@ -82,20 +82,3 @@ def test_author_learns_are_kept_and_indexed_even_when_they_read_like_a_template(
     chunk = chunks["rule-ikou"]
     assert (chunk.learns_source, chunk.learns) == (where, (line, "符号を変える"))
     assert line in chunk.embed_text and line in lexical_text(chunk)
-
-
-def test_a_page_in_another_language_gets_the_template_lines_in_english_and_they_are_not_indexed(tmp_path):
-    """An English documentation page (<html lang="en">): a section's and a tip's template learns are English, and,
-    like the Japanese ones, left out of the embedded text."""
-    from knowledge_build.model import embedded_learns
-
-    (tmp_path / "guide.html").write_text(
-        '<!DOCTYPE html><html lang="en"><head><title>Guide</title></head><body><main><h1>Guide</h1>'
-        '<h2 id="install">Installing the tool</h2><p>Run pip install with the extra you need, then build.</p>'
-        '<div class="tip-box" id="tip-cache"><strong>Cache</strong><p>Vectors are cached by content hash.</p></div>'
-        "</main></body></html>", encoding="utf-8")
-    chunks = {c.type: c for c in extract(load_config(site=tmp_path, env={})).chunks}
-    assert chunks["section"].learns == ("The main points of “Installing the tool”",)
-    assert chunks["tip"].learns == ("Keep “Cache” in mind to avoid mistakes",)
-    for chunk in chunks.values():
-        assert embedded_learns(chunk.learns, chunk.learns_source, chunk.type, chunk.title) == ()

@@ -211,7 +211,7 @@ def resolve_learns(site: Site, page: Page, element: KnowledgeElement,
     generated = (site.generated_learns.get(page.material) or {}).get(element.id) or {}
     if generated.get("source_hash") == source_hash(element.title, element.text) and generated.get("learns"):
         return tuple(generated["learns"]), "generated"
-    return heuristic_learns(element, labels, page.lang), "heuristic"
+    return heuristic_learns(element, labels), "heuristic"
 
 
 MAX_LEARNS = 5
@@ -221,12 +221,11 @@ _MARKUP = re.compile(r"\\[A-Za-z()\[\]]|[\^_]\{|\$")
 _WORDS = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")  # kana or kanji: the line says something in words
 
 
-def heuristic_learns(element: KnowledgeElement, labels: frozenset[str] = frozenset(), lang: str = "") -> tuple[str, ...]:
+def heuristic_learns(element: KnowledgeElement, labels: frozenset[str] = frozenset()) -> tuple[str, ...]:
     """Up to 5 items from the box itself: its list items, then its bold terms (not `labels`, the
     bold words many boxes share such as 解き方 or 答え), TeX written as text, a rule's bare formula
-    named by its topic. Only a box that offers none gets the kind's template lines in its page's language `lang`
-    (「…の内容を理解する」; “Understand …” on a page in another language), which say nothing beyond the title and are
-    not embedded."""
+    named by its topic. Only a box that offers none gets the kind's template lines
+    (「…の内容を理解する」), which say nothing beyond the title and are not embedded."""
     topic = topic_of(element.title) if element.type != "example" else ""
     terms = [t for t in element.bold_terms if t not in labels and _WORDS.search(t)]
     items: list[str] = []
@@ -236,7 +235,7 @@ def heuristic_learns(element: KnowledgeElement, labels: frozenset[str] = frozens
             items.append(item)
         if len(items) == MAX_LEARNS:
             break
-    return tuple(items) or template_learns(element.type, element.title, lang)
+    return tuple(items) or template_learns(element.type, element.title)
 
 
 def _learns_line(raw: str, topic: str) -> str:
